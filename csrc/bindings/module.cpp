@@ -1,0 +1,32 @@
+// graphdispatch._C: the thin pybind11 layer over the runtime. Only registration lives here.
+
+#include "bindings/py_device_graph.h"
+#include "bindings/py_values.h"
+
+#include <c10/util/Exception.h>
+
+namespace graphdispatch::bindings {
+void init_runner(py::module_& m);
+void init_stats(py::module_& m);
+}  // namespace graphdispatch::bindings
+
+PYBIND11_MODULE(_C, m) {
+  namespace b = graphdispatch::bindings;
+  namespace py = pybind11;
+  m.doc() = "graphdispatch runtime: capture, replay, entry cache, copy pipeline";
+  // c10 errors carry their C++ backtrace in what(); users get the message, as PyTorch gives.
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const c10::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what_without_backtrace());
+    } catch (const c10::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
+    } catch (const c10::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    }
+  });
+  b::init_device_graphs(m);
+  b::init_runner(m);
+  b::init_stats(m);
+}

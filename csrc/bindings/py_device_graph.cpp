@@ -1,0 +1,62 @@
+#include "bindings/py_device_graph.h"
+
+namespace graphdispatch::bindings {
+namespace {
+
+/// One framework graph behind its Python adapter. Every call takes the GIL.
+class PyDeviceGraph final : public DeviceGraph {
+ public:
+  explicit PyDeviceGraph(py::object adapter) : adapter_(std::make_shared<GilHeld>(std::move(adapter))) {}
+  void capture_begin(std::function<void()>) override { call("capture_begin"); }
+  void capture_end() override { call("capture_end"); }
+  void capture_abort() noexcept override {
+    py::gil_scoped_acquire gil;
+    try {
+      adapter_->get().attr("capture_abort")();
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("graphdispatch: ending a failed capture");
+    }
+  }
+  void replay() override { call("replay"); }
+  void reset() override { call("reset"); }
+  bool runs_during_capture() const override { return false; }
+
+ private:
+  void call(const char* method) {
+    py::gil_scoped_acquire gil;
+    adapter_->get().attr(method)();
+  }
+  std::shared_ptr<GilHeld> adapter_;
+};
+
+std::string device_string(c10::Device device) { return device.str(); }
+
+}  // namespace
+
+PyGraphFactory::PyGraphFactory(py::object adapters)
+    : adapters_(std::make_shared<GilHeld>(adapters)),
+      name_(py::str(adapters.attr("name")).cast<std::string>()) {}
+
+std::unique_ptr<DeviceGraph> PyGraphFactory::create(c10::Device device) {
+  py::gil_scoped_acquire gil;
+  return std::make_unique<PyDeviceGraph>(adapters_->get().attr("create")(device_string(device)));
+}
+
+bool PyGraphFactory::is_capturing(c10::Device device) {
+  if (device.is_cpu()) return false;
+  py::gil_scoped_acquire gil;
+  return adapters_->get().attr("is_capturing")(device_string(device)).cast<bool>();
+}
+
+void init_device_graphs(py::module_& m) {
+  py::class_<DeviceGraphFactory, std::shared_ptr<DeviceGraphFactory>>(m, "DeviceGraphFactory")
+      .def_property_readonly("name", &DeviceGraphFactory::name);
+  py::class_<EmulatedGraphFactory, DeviceGraphFactory, std::shared_ptr<EmulatedGraphFactory>>(
+      m, "EmulatedGraphFactory")
+      .def(py::init<>());
+  py::class_<PyGraphFactory, DeviceGraphFactory, std::shared_ptr<PyGraphFactory>>(
+      m, "PyGraphFactory")
+      .def(py::init<py::object>(), py::arg("adapters"));
+}
+
+}  // namespace graphdispatch::bindings

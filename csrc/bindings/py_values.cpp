@@ -1,0 +1,57 @@
+#include "bindings/py_values.h"
+
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <memory>
+#include <string>
+
+namespace graphdispatch::bindings {
+
+c10::IValue to_ivalue(py::handle value, std::size_t position) {
+  PyObject* obj = value.ptr();
+  if (THPVariable_Check(obj)) return THPVariable_Unpack(obj);
+  if (obj == Py_None) return c10::IValue();
+  if (PyBool_Check(obj)) return c10::IValue(obj == Py_True);
+  if (PyLong_Check(obj)) return c10::IValue(static_cast<int64_t>(PyLong_AsLongLong(obj)));
+  if (PyFloat_Check(obj)) return c10::IValue(PyFloat_AS_DOUBLE(obj));
+  throw py::type_error("graphdispatch: input at position " + std::to_string(position) +
+                       ": expected a tensor, int, float, bool or None, got " +
+                       std::string(Py_TYPE(obj)->tp_name));
+}
+
+py::object to_python(const c10::IValue& value) {
+  if (value.isTensor()) return py::reinterpret_steal<py::object>(THPVariable_Wrap(value.toTensor()));
+  if (value.isNone()) return py::none();
+  if (value.isBool()) return py::bool_(value.toBool());
+  if (value.isInt()) return py::int_(value.toInt());
+  if (value.isDouble()) return py::float_(value.toDouble());
+  TORCH_INTERNAL_ASSERT(false, "graphdispatch: cannot convert ", value.tagKind(), " to Python");
+}
+
+Callable wrap_callable(py::object fn) {
+  auto held = std::make_shared<GilHeld>(std::move(fn));
+  return [held](const std::vector<c10::IValue>& inputs) {
+    py::gil_scoped_acquire gil;
+    py::tuple args(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) args[i] = to_python(inputs[i]);
+    py::object result = held->get()(*args);
+    TORCH_CHECK_TYPE(py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result),
+                     "graphdispatch: the captured callable must return a tuple or list, got ",
+                     std::string(py::str(result.get_type())));
+    std::vector<c10::IValue> outputs;
+    outputs.reserve(py::len(result));
+    std::size_t k = 0;
+    for (auto item : result) outputs.push_back(to_ivalue(item, k++));
+    return outputs;
+  };
+}
+
+LogSink wrap_log_sink(py::object sink) {
+  auto held = std::make_shared<GilHeld>(std::move(sink));
+  return [held](const std::string& message) {
+    py::gil_scoped_acquire gil;
+    held->get()(message);
+  };
+}
+
+}  // namespace graphdispatch::bindings

@@ -1,0 +1,117 @@
+// graphdispatch._C.GraphRunner, stats and the fork hook: registration only.
+
+#include "bindings/py_values.h"
+#include "runtime/copy_pipeline.h"
+#include "runtime/graph_runner.h"
+#include "runtime/stats.h"
+
+#include <memory>
+
+namespace graphdispatch::bindings {
+namespace {
+
+std::vector<c10::IValue> to_ivalues(const py::args& args) {
+  std::vector<c10::IValue> inputs;
+  inputs.reserve(args.size());
+  std::size_t i = 0;
+  for (auto a : args) inputs.push_back(to_ivalue(a, i++));
+  return inputs;
+}
+
+py::tuple to_tuple(const std::vector<c10::IValue>& values) {
+  py::tuple out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = to_python(values[i]);
+  return out;
+}
+
+std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_static,
+                                         std::shared_ptr<DeviceGraphFactory> graphs,
+                                         bool safe_output_mode, int64_t warmup_iters,
+                                         bool copy_stream, int64_t max_entries,
+                                         const std::string& eviction, py::object log) {
+  TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
+  RunnerOptions options;
+  options.safe_output_mode = safe_output_mode;
+  options.warmup_iters = warmup_iters;
+  options.copy_stream = copy_stream;
+  options.max_entries = static_cast<std::size_t>(max_entries);
+  try {
+    options.eviction = parse_eviction(eviction);
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(e.what());
+  }
+  if (!log.is_none()) options.log = wrap_log_sink(std::move(log));
+  return std::make_shared<GraphRunner>(wrap_callable(std::move(fn)), std::move(is_static),
+                                       std::move(graphs), std::move(options));
+}
+
+}  // namespace
+
+void init_runner(py::module_& m) {
+  py::class_<GraphRunner, std::shared_ptr<GraphRunner>>(m, "GraphRunner")
+      .def(py::init(&make_runner), py::arg("fn"), py::arg("is_static"), py::arg("graphs"),
+           py::arg("safe_output_mode") = true, py::arg("warmup_iters") = 1,
+           py::arg("copy_stream") = true, py::arg("max_entries") = 0,
+           py::arg("eviction") = "fifo", py::arg("log") = py::none())
+      .def("__call__",
+           [](GraphRunner& self, const py::args& args) {
+             auto inputs = to_ivalues(args);
+             std::vector<c10::IValue> outputs;
+             {
+               py::gil_scoped_release release;
+               outputs = self(inputs);
+             }
+             return to_tuple(outputs);
+           })
+      .def("capture",
+           [](GraphRunner& self, const py::args& args) {
+             auto inputs = to_ivalues(args);
+             py::gil_scoped_release release;
+             self.capture(inputs);
+           })
+      .def("static_inputs",
+           [](const GraphRunner& self, const py::args& args) -> py::object {
+             auto entry = self.entry_for(to_ivalues(args));
+             if (!entry || entry->is_negative()) return py::none();
+             return to_tuple(entry->static_inputs());
+           },
+           "The inputs the entry for these arguments reads (its buffers for dynamic inputs), "
+           "or None; passing them back skips the input copies.")
+      .def("entry_reason",
+           [](const GraphRunner& self, const py::args& args) -> py::object {
+             auto entry = self.entry_for(to_ivalues(args));
+             if (!entry || !entry->is_negative()) return py::none();
+             return py::make_tuple(entry->reason(), entry->detail());
+           },
+           "(reason, detail) of the negative entry for these arguments, or None.")
+      .def_property_readonly("num_entries", &GraphRunner::num_entries)
+      .def("clear", &GraphRunner::clear, py::call_guard<py::gil_scoped_release>())
+      .def("reset_after_fork", &GraphRunner::reset_after_fork);
+
+  m.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
+        py::arg("position"));
+}
+
+void init_stats(py::module_& m) {
+  m.def("stats", [] {
+    auto& s = Stats::get();
+    py::dict d;
+    d["captures"] = s.captures.load();
+    d["replays"] = s.replays.load();
+    d["cache_hits"] = s.cache_hits.load();
+    d["cache_misses"] = s.cache_misses.load();
+    d["evictions"] = s.evictions.load();
+    d["copies_skipped"] = s.copies_skipped.load();
+    d["bytes_copied"] = s.bytes_copied.load();
+    d["recaptures"] = s.recaptures.load();
+    d["fallbacks"] = s.fallbacks();
+    return d;
+  });
+  m.def("reset_stats", [] { Stats::get().reset(); });
+  m.def("after_fork_in_child", [] {
+    Stats::get().reset_after_fork();
+    CopyPipeline::reset_after_fork();
+  });
+}
+
+}  // namespace graphdispatch::bindings

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace graphdispatch {
+
+/// One captured kernel sequence: a CUDA graph, an NPUGraph, a `torch.accelerator.Graph`, or
+/// the emulated graph. The runtime sees device graphs only through this interface.
+///
+/// Capture protocol (GraphRunner makes the capture stream current first):
+///   capture_begin(rerun) → the work runs once on the entry's static buffers → capture_end()
+/// or, if that work throws, capture_abort(), after which the object is discarded.
+/// `rerun` recomputes the captured work into the same static outputs; graphs that record
+/// kernels ignore it, the emulated graph calls it on every replay. Not thread-safe: each Entry
+/// serialises the calls on its own graph.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  virtual void capture_begin(std::function<void()> rerun) = 0;
+  virtual void capture_end() = 0;
+  /// Ends a capture whose work failed, leaving the stream not capturing; never throws.
+  virtual void capture_abort() noexcept = 0;
+  virtual void replay() = 0;
+  /// Frees the graph's recorded work; its pool memory returns once no graph uses it.
+  virtual void reset() = 0;
+  /// True when capture runs the work for real, as the emulated graph does (a recorded graph
+  /// executes nothing until replay): the runner then undoes the capture's RNG consumption.
+  virtual bool runs_during_capture() const = 0;
+};
+
+/// Makes the device graphs of one kind ("cuda", "npu", "accelerator", "emulated").
+class DeviceGraphFactory {
+ public:
+  virtual ~DeviceGraphFactory() = default;
+  virtual std::unique_ptr<DeviceGraph> create(c10::Device device) = 0;
+  /// True when the current stream of `device` is recording someone else's graph: the runner
+  /// then runs the callable directly so its kernels land in that graph (design 2.4.6).
+  virtual bool is_capturing(c10::Device device) = 0;
+  virtual std::string name() const = 0;
+};
+
+/// The CPU stand-in: no recording, same static-buffer semantics. Replay re-runs the work into
+/// the static outputs, so every rule about buffers, copies and outputs can be tested without a
+/// device. Never chosen automatically (design 2.1).
+class EmulatedGraph final : public DeviceGraph {
+ public:
+  void capture_begin(std::function<void()> rerun) override { rerun_ = std::move(rerun); }
+  void capture_end() override {}
+  void capture_abort() noexcept override { rerun_ = nullptr; }
+  void replay() override { rerun_(); }
+  void reset() override { rerun_ = nullptr; }
+  bool runs_during_capture() const override { return true; }
+
+ private:
+  std::function<void()> rerun_;
+};
+
+class EmulatedGraphFactory final : public DeviceGraphFactory {
+ public:
+  std::unique_ptr<DeviceGraph> create(c10::Device) override {
+    return std::make_unique<EmulatedGraph>();
+  }
+  bool is_capturing(c10::Device) override { return false; }
+  std::string name() const override { return "emulated"; }
+};
+
+}  // namespace graphdispatch

@@ -1,0 +1,91 @@
+#pragma once
+
+#include "runtime/copy_pipeline.h"
+#include "runtime/device_graph.h"
+#include "runtime/runner_options.h"
+#include "runtime/signature.h"
+#include "runtime/stats.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace graphdispatch {
+
+// Note [Static inputs]
+// Inputs Dynamo lifted from the module (parameters, buffers) are *static*: the graph reads
+// them where they are, so they are never copied; their data pointers are compared on every
+// call and a moved one makes the runner re-capture. Every other tensor input is *dynamic*:
+// the entry owns a buffer of the same shape, dtype and strides, the caller's values are
+// copied in before each replay (skipped when the caller passes the buffer itself, seed C1),
+// and caller memory is never used as a buffer. Warmup and capture run on the buffers, so a
+// mutation of a dynamic input reaches the caller only through the copy-back after replay:
+// exactly once per call, as in eager.
+
+/// One captured signature: static input buffers, a device graph, static outputs — or, for a
+/// negative entry, only the reason capture was refused or failed.
+///
+/// Owns its buffers and graph; destroying it resets the graph and frees the buffers. Thread-
+/// safe: replays of one entry are serialised by its mutex (they share the static buffers).
+class Entry final {
+ public:
+  /// Captures `fn` for the signature of `inputs`. Throws whatever capture threw; the stream
+  /// is no longer capturing and the RNG state is as before when it does.
+  static std::shared_ptr<Entry> capture(const Callable& fn, const std::vector<c10::IValue>& inputs,
+                                        const std::vector<bool>& is_static,
+                                        DeviceGraphFactory& graphs, const RunnerOptions& options);
+  /// An entry that serves every call through the fallback path, for `reason`.
+  static std::shared_ptr<Entry> negative(std::string reason, std::string detail);
+
+  /// Why a call with these inputs cannot be captured (mixed devices, aliasing, autograd,
+  /// overlapping memory), or "" when it can.
+  static std::string refusal_reason(const std::vector<c10::IValue>& inputs, bool has_aliasing);
+
+  Entry(const Entry&) = delete;
+  Entry& operator=(const Entry&) = delete;
+  ~Entry();
+
+  bool is_negative() const { return graph_ == nullptr; }
+  const std::string& reason() const { return reason_; }
+  const std::string& detail() const { return detail_; }
+  c10::Device device() const { return device_; }
+
+  /// True when every static input is still where it was at capture.
+  bool static_inputs_in_place(const std::vector<c10::IValue>& inputs) const;
+  /// copy changed dynamic inputs → replay → copy mutations back → outputs (clones in safe
+  /// output mode). Throws c10::Error "input mismatch at position i: ..." if `inputs` do not
+  /// match the capture (an invariant behind the complete cache key).
+  std::vector<c10::IValue> replay(const std::vector<c10::IValue>& inputs,
+                                  const RunnerOptions& options);
+  /// The inputs the graph reads: the entry's buffers for dynamic inputs, the caller's
+  /// tensors for static ones. Passing these back skips the copies (seed C1).
+  const std::vector<c10::IValue>& static_inputs() const { return static_inputs_; }
+  /// Dynamic input positions the captured work writes to.
+  const std::vector<std::size_t>& mutated_inputs() const { return mutated_; }
+
+ private:
+  Entry() = default;
+  void fill_buffers(const std::vector<c10::IValue>& inputs);
+  /// Runs `fn` on the buffers and records which dynamic buffers it mutated.
+  std::vector<c10::IValue> run_on_buffers(const Callable& fn);
+  void rerun_into_outputs(const Callable& fn);
+
+  c10::Device device_{c10::kCPU};
+  std::vector<c10::IValue> static_inputs_;
+  std::vector<std::size_t> dynamic_positions_;
+  std::vector<std::size_t> static_positions_;
+  std::vector<const void*> static_data_ptrs_;  // not owned: compared, never dereferenced
+  std::vector<std::size_t> mutated_;
+  std::vector<c10::IValue> static_outputs_;
+  std::unique_ptr<DeviceGraph> graph_;
+  CopyPipeline* pipeline_ = nullptr;  // not owned: pipelines live for the whole process
+  std::string reason_;
+  std::string detail_;
+  std::mutex mutex_;
+};
+
+}  // namespace graphdispatch

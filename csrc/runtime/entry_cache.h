@@ -1,0 +1,126 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace graphdispatch {
+
+/// Which entry a full cache gives up: the oldest inserted ("fifo", the seed's MindIE-SD
+/// behaviour) or the least recently used ("lru").
+enum class Eviction { kFifo, kLru };
+
+/// Parses "fifo" / "lru"; throws std::invalid_argument naming the value otherwise.
+inline Eviction parse_eviction(const std::string& name) {
+  if (name == "fifo") return Eviction::kFifo;
+  if (name == "lru") return Eviction::kLru;
+  throw std::invalid_argument("eviction: expected 'fifo' or 'lru', got '" + name + "'");
+}
+
+/// A bounded map from cache key to entry with FIFO or LRU eviction.
+///
+/// Owns shared references to its values; an evicted value stays alive for as long as a caller
+/// still holds it (a replay in flight finishes on it). Thread-safety: `find` is const and may
+/// run concurrently with other `find`s (it only stamps an atomic use counter, so LRU hits need
+/// no exclusive lock); everything else needs the caller's exclusive lock. The LRU victim search
+/// costs O(entries) and runs only when a full cache inserts.
+template <class Key, class Value, class Hash = std::hash<Key>>
+class EntryCache final {
+ public:
+  /// max_entries = 0 means unbounded.
+  EntryCache(std::size_t max_entries, Eviction eviction)
+      : max_entries_(max_entries), eviction_(eviction) {}
+
+  std::size_t size() const { return slots_.size(); }
+  std::size_t max_entries() const { return max_entries_; }
+  Eviction eviction() const { return eviction_; }
+
+  /// The value for `key`, or nullptr.
+  std::shared_ptr<Value> find(const Key& key) const {
+    auto it = slots_.find(key);
+    if (it == slots_.end()) return nullptr;
+    it->second.last_use.store(++clock_, std::memory_order_relaxed);
+    return it->second.value;
+  }
+
+  /// Inserts (or replaces) `key`. Returns the value evicted to make room, if any.
+  std::shared_ptr<Value> insert(const Key& key, std::shared_ptr<Value> value) {
+    auto it = slots_.find(key);
+    if (it != slots_.end()) {
+      it->second.value = std::move(value);
+      it->second.last_use.store(++clock_, std::memory_order_relaxed);
+      return nullptr;
+    }
+    std::shared_ptr<Value> victim;
+    if (max_entries_ != 0 && slots_.size() >= max_entries_) victim = evict_one();
+    Slot& slot = slots_[key];
+    slot.value = std::move(value);
+    slot.last_use.store(++clock_, std::memory_order_relaxed);
+    order_.push_back(key);
+    return victim;
+  }
+
+  /// Removes `key`; returns its value or nullptr.
+  std::shared_ptr<Value> erase(const Key& key) {
+    auto it = slots_.find(key);
+    if (it == slots_.end()) return nullptr;
+    auto value = std::move(it->second.value);
+    slots_.erase(it);
+    for (auto o = order_.begin(); o != order_.end(); ++o) {
+      if (*o == key) {
+        order_.erase(o);
+        break;
+      }
+    }
+    return value;
+  }
+
+  void clear() {
+    slots_.clear();
+    order_.clear();
+  }
+
+  /// Calls fn(key, value) for each entry in insertion order.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (const auto& key : order_) fn(key, *slots_.at(key).value);
+  }
+
+ private:
+  struct Slot {
+    std::shared_ptr<Value> value;
+    mutable std::atomic<std::uint64_t> last_use{0};
+  };
+
+  std::shared_ptr<Value> evict_one() {
+    auto victim_pos = order_.begin();
+    if (eviction_ == Eviction::kLru) {
+      for (auto o = order_.begin(); o != order_.end(); ++o) {
+        if (slots_.at(*o).last_use.load(std::memory_order_relaxed) <
+            slots_.at(*victim_pos).last_use.load(std::memory_order_relaxed)) {
+          victim_pos = o;
+        }
+      }
+    }
+    auto it = slots_.find(*victim_pos);
+    auto value = std::move(it->second.value);
+    slots_.erase(it);
+    order_.erase(victim_pos);
+    return value;
+  }
+
+  std::size_t max_entries_;
+  Eviction eviction_;
+  mutable std::atomic<std::uint64_t> clock_{0};
+  std::unordered_map<Key, Slot, Hash> slots_;
+  std::deque<Key> order_;  // insertion order; the FIFO victim is the front
+};
+
+}  // namespace graphdispatch

@@ -1,0 +1,136 @@
+#include "runtime/graph_runner.h"
+
+#include "runtime/stats.h"
+
+#include <c10/util/Exception.h>
+
+#include <utility>
+
+namespace graphdispatch {
+namespace {
+
+c10::Device device_of(const std::vector<c10::IValue>& inputs) {
+  for (const auto& v : inputs) {
+    if (v.isTensor() && !v.toTensor().is_cpu()) return v.toTensor().device();
+  }
+  return c10::kCPU;
+}
+
+}  // namespace
+
+GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
+                         std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options)
+    : fn_(std::move(fn)),
+      is_static_(std::move(is_static)),
+      graphs_(std::move(graphs)),
+      options_(std::move(options)),
+      state_(new State(options_)) {
+  TORCH_CHECK(options_.warmup_iters >= 0, "warmup_iters: expected >= 0, got ",
+              options_.warmup_iters);
+}
+
+GraphRunner::~GraphRunner() { delete state_; }
+
+std::shared_ptr<Entry> GraphRunner::lookup(const Signature& sig) const {
+  std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
+  return state_->cache.find(sig);
+}
+
+std::shared_ptr<Entry> GraphRunner::entry_for(const std::vector<c10::IValue>& inputs) const {
+  TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
+              " inputs, got ", inputs.size());
+  return lookup(Signature::of(inputs, is_static_));
+}
+
+std::size_t GraphRunner::num_entries() const {
+  std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
+  return state_->cache.size();
+}
+
+void GraphRunner::clear() {
+  std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
+  std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
+  state_->cache.clear();
+}
+
+void GraphRunner::reset_after_fork() {
+  state_ = new State(options_);  // the parent's entries and locks are left untouched
+}
+
+std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
+                                                    const std::vector<c10::IValue>& inputs,
+                                                    const std::shared_ptr<Entry>& stale) {
+  auto& stats = Stats::get();
+  std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
+  // Another thread may have captured this key while we waited.
+  if (auto found = lookup(sig); found && found != stale) return found;
+
+  std::shared_ptr<Entry> entry;
+  std::string reason = Entry::refusal_reason(inputs, sig.has_aliasing());
+  if (!reason.empty()) {
+    entry = Entry::negative(reason, "");
+  } else {
+    try {
+      entry = Entry::capture(fn_, inputs, is_static_, *graphs_, options_);
+      stats.captures.fetch_add(1, std::memory_order_relaxed);
+      if (stale) stats.recaptures.fetch_add(1, std::memory_order_relaxed);
+    } catch (const std::exception& e) {
+      entry = Entry::negative("capture_failed", e.what());
+      if (options_.log) {
+        options_.log("capture failed, calls with this signature use the fallback path: " +
+                     std::string(e.what()).substr(0, 500));
+      }
+    }
+  }
+  std::shared_ptr<Entry> victim;
+  {
+    std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
+    victim = state_->cache.insert(sig, entry);
+  }
+  if (victim) {
+    stats.evictions.fetch_add(1, std::memory_order_relaxed);
+    if (!evicting_logged_.exchange(true) && options_.log) {
+      options_.log("entry cache full (max_entries=" + std::to_string(options_.max_entries) +
+                   "): evicting; input signatures keep changing, which defeats graph reuse");
+    }
+  }
+  return entry;  // `victim` is destroyed here, outside the cache lock
+}
+
+std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
+                                                const std::vector<c10::IValue>& inputs) {
+  Stats::get().add_fallback(entry.reason());
+  return fn_(inputs);
+}
+
+void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
+  TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
+              " inputs, got ", inputs.size());
+  const auto sig = Signature::of(inputs, is_static_);
+  if (!lookup(sig)) find_or_capture(sig, inputs, nullptr);
+}
+
+std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>& inputs) {
+  TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
+              " inputs, got ", inputs.size());
+  auto& stats = Stats::get();
+  // Recording someone else's graph: run the work so its kernels land in that graph.
+  if (graphs_->is_capturing(device_of(inputs))) return fn_(inputs);
+
+  const auto sig = Signature::of(inputs, is_static_);
+  auto entry = lookup(sig);
+  if (entry) {
+    stats.cache_hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    stats.cache_misses.fetch_add(1, std::memory_order_relaxed);
+    entry = find_or_capture(sig, inputs, nullptr);
+  }
+  if (entry->is_negative()) return fall_back(*entry, inputs);
+  if (!entry->static_inputs_in_place(inputs)) {
+    entry = find_or_capture(sig, inputs, entry);
+    if (entry->is_negative()) return fall_back(*entry, inputs);
+  }
+  return entry->replay(inputs, options_);
+}
+
+}  // namespace graphdispatch

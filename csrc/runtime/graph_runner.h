@@ -1,0 +1,77 @@
+#pragma once
+
+#include "runtime/device_graph.h"
+#include "runtime/entry.h"
+#include "runtime/entry_cache.h"
+#include "runtime/runner_options.h"
+#include "runtime/signature.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+namespace graphdispatch {
+
+/// The runner of one compiled graph: signature → entry cache → entry → replay.
+///
+/// Owns the entry cache (FIFO or LRU, bounded by max_entries) and shares the device graph
+/// factory. Thread-safe: hits take only a shared lock; a miss captures under the runner's
+/// capture mutex, so concurrent first calls with one key capture exactly once. Calls whose
+/// capture was refused or failed are served by the callable itself on the caller's tensors
+/// (the fallback path) and counted by reason; a negative entry keeps capture from being
+/// retried on every call. Does not know about Python, Dynamo or routes.
+class GraphRunner final {
+ public:
+  /// `is_static[i]`: input i is a parameter or buffer Dynamo lifted (Note [Static inputs]).
+  GraphRunner(Callable fn, std::vector<bool> is_static,
+              std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options);
+  GraphRunner(const GraphRunner&) = delete;
+  GraphRunner& operator=(const GraphRunner&) = delete;
+  ~GraphRunner();
+
+  /// One call: replay of the entry for these inputs, capturing it first on a miss.
+  std::vector<c10::IValue> operator()(const std::vector<c10::IValue>& inputs);
+  /// Captures the entry for `inputs` now (compile-time capture); no-op if it exists.
+  void capture(const std::vector<c10::IValue>& inputs);
+
+  /// The entry for `inputs`' signature, or nullptr.
+  std::shared_ptr<Entry> entry_for(const std::vector<c10::IValue>& inputs) const;
+  std::size_t num_entries() const;
+  /// Drops every entry (graphs reset, buffers freed).
+  void clear();
+  /// In a forked child: forgets the parent's entries without resetting their graphs, and
+  /// replaces the locks, which a parent thread may have held at fork.
+  void reset_after_fork();
+  const RunnerOptions& options() const { return options_; }
+
+ private:
+  using Cache = EntryCache<Signature, Entry, Signature::Hasher>;
+  struct State {
+    explicit State(const RunnerOptions& o) : cache(o.max_entries, o.eviction) {}
+    Cache cache;
+    std::shared_mutex cache_mutex;
+    std::mutex capture_mutex;
+  };
+
+  std::shared_ptr<Entry> lookup(const Signature& sig) const;
+  /// Finds or makes the entry for `sig` (one capture per key); `stale` is an entry whose
+  /// static inputs moved and must be replaced.
+  std::shared_ptr<Entry> find_or_capture(const Signature& sig,
+                                         const std::vector<c10::IValue>& inputs,
+                                         const std::shared_ptr<Entry>& stale);
+  std::vector<c10::IValue> fall_back(const Entry& entry, const std::vector<c10::IValue>& inputs);
+
+  Callable fn_;
+  std::vector<bool> is_static_;
+  std::shared_ptr<DeviceGraphFactory> graphs_;
+  RunnerOptions options_;
+  State* state_;  // owned; replaced and leaked after fork (see reset_after_fork)
+  std::atomic<bool> evicting_logged_{false};
+};
+
+}  // namespace graphdispatch

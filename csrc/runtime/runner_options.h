@@ -1,0 +1,37 @@
+#pragma once
+
+#include "runtime/entry_cache.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace graphdispatch {
+
+/// What a runner captures and falls back to: the FX graph or Inductor's compiled function,
+/// called with the flat graph inputs, returning the flat graph outputs.
+using Callable = std::function<std::vector<c10::IValue>(const std::vector<c10::IValue>&)>;
+
+/// Receives the runtime's log lines (first eviction, capture failures); the bindings forward
+/// them to the `graphdispatch` Python logger.
+using LogSink = std::function<void(const std::string&)>;
+
+/// The per-runner settings of design 2.1 that the runtime acts on. Value type.
+struct RunnerOptions final {
+  /// Return clones of the static outputs (a later replay cannot change what the caller holds).
+  bool safe_output_mode = true;
+  /// Runs of the callable on the capture stream before capture (lazy workspaces, cuBLAS).
+  std::int64_t warmup_iters = 1;
+  /// Copy changed dynamic inputs on the copy stream, ordered by events.
+  bool copy_stream = true;
+  /// Entries per runner; 0 = unbounded.
+  std::size_t max_entries = 0;
+  Eviction eviction = Eviction::kFifo;
+  LogSink log;
+};
+
+}  // namespace graphdispatch

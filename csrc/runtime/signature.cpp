@@ -1,0 +1,131 @@
+#include "runtime/signature.h"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
+#include <c10/util/hash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace graphdispatch {
+namespace {
+
+enum Tag : std::int64_t { kTensor = 1, kInt, kDouble, kBool, kNone, kModes, kAlias };
+
+constexpr std::int64_t kAlignmentBytes = 16;
+
+void append_modes(std::vector<std::int64_t>& w, c10::DeviceType device_type) {
+  w.push_back(kModes);
+  w.push_back(at::GradMode::is_enabled());
+  w.push_back(c10::InferenceMode::is_enabled());
+  for (auto type : {c10::DeviceType::CPU, device_type}) {
+    const bool on = at::autocast::is_autocast_enabled(type);
+    w.push_back(on);
+    w.push_back(on ? static_cast<std::int64_t>(at::autocast::get_autocast_dtype(type)) : -1);
+  }
+}
+
+void append_tensor(std::vector<std::int64_t>& w, const at::Tensor& t) {
+  w.push_back(kTensor);
+  w.push_back(static_cast<std::int64_t>(t.device().type()));
+  w.push_back(t.device().index());
+  w.push_back(static_cast<std::int64_t>(t.scalar_type()));
+  w.push_back(t.requires_grad());
+  w.push_back(t.dim());
+  for (auto s : t.sizes()) w.push_back(s);
+  for (auto s : t.strides()) w.push_back(s);
+  w.push_back((t.storage_offset() * static_cast<std::int64_t>(t.itemsize())) % kAlignmentBytes);
+}
+
+// PyTorch's Python names ("float32"), which users see everywhere else.
+const char* dtype_name(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::Double: return "float64";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Long: return "int64";
+    case c10::ScalarType::Int: return "int32";
+    case c10::ScalarType::Short: return "int16";
+    case c10::ScalarType::Char: return "int8";
+    case c10::ScalarType::Byte: return "uint8";
+    case c10::ScalarType::Bool: return "bool";
+    default: return c10::toString(t);
+  }
+}
+
+}  // namespace
+
+Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vector<bool>& is_static) {
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(inputs.size() == is_static.size());
+  Signature sig;
+  auto& w = sig.words_;
+  w.reserve(inputs.size() * 10 + 8);
+  c10::DeviceType device_type = c10::DeviceType::CPU;
+  // (storage base address, input position) of dynamic tensors, for the aliasing check.
+  std::vector<std::pair<const void*, std::int64_t>> storages;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& v = inputs[i];
+    if (v.isTensor()) {
+      const auto& t = v.toTensor();
+      append_tensor(w, t);
+      if (t.device().type() != c10::DeviceType::CPU) device_type = t.device().type();
+      if (!is_static[i] && t.has_storage()) storages.emplace_back(t.storage().data(), i);
+    } else if (v.isInt()) {
+      w.push_back(kInt);
+      w.push_back(v.toInt());
+    } else if (v.isDouble()) {
+      const double d = v.toDouble();
+      std::int64_t bits = 0;
+      std::memcpy(&bits, &d, sizeof bits);
+      w.push_back(kDouble);
+      w.push_back(bits);
+    } else if (v.isBool()) {
+      w.push_back(kBool);
+      w.push_back(v.toBool());
+    } else if (v.isNone()) {
+      w.push_back(kNone);
+    } else {
+      TORCH_CHECK(false, "graphdispatch: input at position ", i,
+                  ": expected a tensor, int, float, bool or None, got ", v.tagKind());
+    }
+  }
+  append_modes(w, device_type);
+  if (storages.size() > 1) {
+    std::sort(storages.begin(), storages.end());
+    for (std::size_t k = 1; k < storages.size(); ++k) {
+      if (storages[k].first == storages[k - 1].first) {
+        sig.has_aliasing_ = true;
+        w.push_back(kAlias);
+        w.push_back(storages[k - 1].second);
+        w.push_back(storages[k].second);
+      }
+    }
+  }
+  std::size_t h = w.size();
+  for (auto word : w) h = c10::hash_combine(h, static_cast<std::size_t>(word));
+  sig.hash_ = h;
+  return sig;
+}
+
+std::string describe_tensor(const at::Tensor& t) {
+  std::string out = "[";
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (d) out += ", ";
+    out += std::to_string(t.size(d));
+  }
+  out += "]/";
+  out += dtype_name(t.scalar_type());
+  return out;
+}
+
+void check_input_match(const at::Tensor& captured, const at::Tensor& given, std::size_t position) {
+  TORCH_CHECK(captured.sizes() == given.sizes() && captured.scalar_type() == given.scalar_type(),
+              "input mismatch at position ", position, ": captured ", describe_tensor(captured),
+              ", got ", describe_tensor(given));
+}
+
+}  // namespace graphdispatch

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace graphdispatch {
+
+// Note [Cache key]
+// A replay is only correct when everything that decides which kernels run, and how they read
+// their inputs, is what it was at capture. The anchor (seed 000) keys on shapes alone; the key
+// here holds, per tensor input: device type and index, dtype, shape, strides, storage-offset
+// alignment (bytes mod 16, since vectorised kernels pick paths by alignment) and requires_grad;
+// per non-tensor input: its kind and exact value (int, float bits, bool, None); and the
+// thread-local modes that change kernels: grad mode, inference mode and autocast (enabled,
+// dtype) for the CPU and for the inputs' device type. Dynamic inputs that share storage add
+// which earlier input they alias, so an aliasing call never hits an entry captured without it.
+
+/// A complete cache key: a flat word encoding plus its hash. Value type, cheap to move.
+class Signature final {
+ public:
+  /// The key of one call. `is_static[i]` marks inputs Dynamo lifted (parameters, buffers);
+  /// they are keyed like other tensors but never checked for aliasing, since they are not
+  /// copied. Throws c10::Error naming the position for an input kind the key cannot hold.
+  static Signature of(const std::vector<c10::IValue>& inputs, const std::vector<bool>& is_static);
+
+  bool operator==(const Signature& other) const {
+    return hash_ == other.hash_ && words_ == other.words_;
+  }
+  std::size_t hash() const { return hash_; }
+  /// True when two dynamic inputs share storage: such calls are served by the fallback path.
+  bool has_aliasing() const { return has_aliasing_; }
+
+  struct Hasher {
+    std::size_t operator()(const Signature& s) const { return s.hash_; }
+  };
+
+ private:
+  std::vector<std::int64_t> words_;
+  std::size_t hash_ = 0;
+  bool has_aliasing_ = false;
+};
+
+/// "[2, 3]/float32" — the form the mismatch message uses.
+std::string describe_tensor(const at::Tensor& t);
+
+/// The seed's replay-time check (D1), kept as an invariant behind the complete key. Throws
+/// c10::Error "input mismatch at position i: captured <shape>/<dtype>, got <shape>/<dtype>".
+void check_input_match(const at::Tensor& captured, const at::Tensor& given, std::size_t position);
+
+}  // namespace graphdispatch

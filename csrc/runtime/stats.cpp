@@ -1,0 +1,34 @@
+#include "runtime/stats.h"
+
+namespace graphdispatch {
+
+Stats& Stats::get() {
+  static Stats* stats = new Stats();  // never destroyed: replays may run during interpreter exit
+  return *stats;
+}
+
+void Stats::add_fallback(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(*fallbacks_mutex_);
+  ++fallbacks_[reason];
+}
+
+std::map<std::string, std::int64_t> Stats::fallbacks() const {
+  std::lock_guard<std::mutex> lock(*fallbacks_mutex_);
+  return fallbacks_;
+}
+
+void Stats::reset() {
+  for (auto* c : {&captures, &replays, &cache_hits, &cache_misses, &evictions, &copies_skipped,
+                  &bytes_copied, &recaptures}) {
+    c->store(0, std::memory_order_relaxed);
+  }
+  std::lock_guard<std::mutex> lock(*fallbacks_mutex_);
+  fallbacks_.clear();
+}
+
+void Stats::reset_after_fork() {
+  fallbacks_mutex_ = new std::mutex();
+  reset();
+}
+
+}  // namespace graphdispatch

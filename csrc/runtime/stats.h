@@ -1,0 +1,40 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace graphdispatch {
+
+/// Process-wide counters of the runtime, read by `graphdispatch.stats()`.
+///
+/// Counters are relaxed atomics: they are totals, not synchronisation. Fallback reasons sit in
+/// a map behind a mutex, touched only off the replay hot path. `reset_after_fork` replaces the
+/// mutex without locking it, because a thread of the parent may have held it at fork.
+class Stats final {
+ public:
+  static Stats& get();
+
+  std::atomic<std::int64_t> captures{0};
+  std::atomic<std::int64_t> replays{0};
+  std::atomic<std::int64_t> cache_hits{0};
+  std::atomic<std::int64_t> cache_misses{0};
+  std::atomic<std::int64_t> evictions{0};
+  std::atomic<std::int64_t> copies_skipped{0};
+  std::atomic<std::int64_t> bytes_copied{0};
+  std::atomic<std::int64_t> recaptures{0};
+
+  void add_fallback(const std::string& reason);
+  std::map<std::string, std::int64_t> fallbacks() const;
+  void reset();
+  void reset_after_fork();
+
+ private:
+  Stats() = default;
+  mutable std::mutex* fallbacks_mutex_ = new std::mutex();  // leaked on fork on purpose
+  std::map<std::string, std::int64_t> fallbacks_;
+};
+
+}  // namespace graphdispatch

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "file_change.h"
+
+namespace portdiff {
+
+enum class Verdict { identical, different, only_source, only_target };
+
+/// Why a file both patches touch is `different`: the first of these that holds.
+/// The line-level reasons name the smallest normalisation under which the two
+/// patches would agree (each includes the ones before it), so a reviewer knows
+/// at once whether a port differs in substance or only in bytes.
+enum class Difference {
+  none,
+  kind,                 // added / deleted / modified / renamed / type change differs
+  rename_origin,        // renamed from different paths
+  mode,                 // file modes differ (including a mode-only change on one side)
+  binary,               // a binary file whose blob pair differs, or binary on one side only
+  final_newline,        // equal once every line ends in '\n'
+  line_endings,         // ... and CRLF is read as LF
+  trailing_whitespace,  // ... and trailing blanks are dropped
+  lines,                // the lines really differ
+};
+
+/*
+ * Stage 4 — classify. FileVerdict is one row of the report: a path of the union of
+ * both patches, its verdict, and non-owning pointers to each side's FileChange
+ * (null where that side does not touch the file; they point into the SidePatches
+ * passed to classify(), which must outlive the verdicts).
+ */
+struct FileVerdict final {
+  std::string path;
+  Verdict verdict = Verdict::identical;
+  Difference difference = Difference::none;
+  bool final_equal = false;  // blobs and modes at the two heads; only when both touch it
+  const FileChange* source = nullptr;
+  const FileChange* target = nullptr;
+};
+
+/// Per-class counts over the union.
+struct Totals final {
+  std::size_t files = 0;
+  std::size_t source_files = 0;
+  std::size_t target_files = 0;
+  std::size_t identical = 0;
+  std::size_t identical_final_equal = 0;
+  std::size_t different = 0;
+  std::size_t only_source = 0;
+  std::size_t only_target = 0;
+};
+
+/// Compares two changes to the same path (the rules of design §3).
+Difference compare_changes(const FileChange& source, const FileChange& target);
+
+/// Verdicts for the union of both patches, sorted by path (byte order).
+std::vector<FileVerdict> classify(const SidePatch& source, const SidePatch& target);
+
+Totals count(const std::vector<FileVerdict>& verdicts);
+
+}  // namespace portdiff

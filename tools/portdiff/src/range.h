@@ -1,0 +1,27 @@
+#pragma once
+
+#include <git2.h>
+
+#include <string>
+
+namespace portdiff {
+
+/*
+ * Stage 1 — resolve a range. A ResolvedRange pins what the user wrote to two full
+ * commit ids, so the report stays valid after the branches move on.
+ *   `BASE..HEAD`   base and head as given
+ *   `BASE...HEAD`  base is the merge base of the two (as `git diff A...B`)
+ *   `C`            C's first parent .. C
+ * An unknown revision, a root commit given alone and an empty range (head equal to
+ * base, or an ancestor of it) are Errors naming the side and the spec.
+ */
+struct ResolvedRange final {
+  std::string spec;  // as the user wrote it
+  git_oid base;
+  git_oid head;
+};
+
+ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
+                            const std::string& side);
+
+}  // namespace portdiff

@@ -1,0 +1,166 @@
+#include <sstream>
+
+#include "git_handle.h"
+#include "render.h"
+
+namespace portdiff {
+namespace {
+
+/// A path or name as inline code that survives a Markdown table cell.
+std::string code(const std::string& text) {
+  std::string escaped;
+  for (char c : text) {
+    if (c == '|') escaped += '\\';
+    escaped += c;
+  }
+  if (text.find('`') != std::string::npos) return "`` " + escaped + " ``";
+  return "`" + escaped + "`";
+}
+
+const char* final_files(const FileVerdict& row) {
+  return row.final_equal ? "equal" : "differ";
+}
+
+void file_section(std::ostringstream& out, const Report& report, const char* heading,
+                  Verdict verdict, std::size_t total) {
+  out << "### " << heading << " (" << total << ")\n\n";
+  if (total == 0) {
+    out << "None.\n\n";
+    return;
+  }
+  switch (verdict) {
+    case Verdict::identical:
+      out << "| file | source +/- | target +/- | final files | notes |\n|---|---|---|---|---|\n";
+      break;
+    case Verdict::different:
+      out << "| file | source +/- | target +/- | difference | final files | notes |\n"
+             "|---|---|---|---|---|---|\n";
+      break;
+    case Verdict::only_source: out << "| file | source +/- | notes |\n|---|---|---|\n"; break;
+    case Verdict::only_target: out << "| file | target +/- | notes |\n|---|---|---|\n"; break;
+  }
+  for (const FileVerdict& row : report.files) {
+    if (row.verdict != verdict) continue;
+    out << "| " << code(row.path) << " | ";
+    switch (verdict) {
+      case Verdict::identical:
+        out << counts(*row.source) << " | " << counts(*row.target) << " | " << final_files(row);
+        break;
+      case Verdict::different:
+        out << counts(*row.source) << " | " << counts(*row.target) << " | "
+            << difference_description(row.difference) << " | " << final_files(row);
+        break;
+      case Verdict::only_source: out << counts(*row.source); break;
+      case Verdict::only_target: out << counts(*row.target); break;
+    }
+    out << " | " << row_notes(row) << " |\n";
+  }
+  out << "\n";
+}
+
+std::string name_list(const TestFileComparison& file, bool source_side) {
+  std::string names;
+  for (const FunctionRow& f : file.functions) {
+    const bool wanted = source_side ? f.target == PatchEffect::absent
+                                    : f.source == PatchEffect::absent;
+    if (!wanted) continue;
+    names += names.empty() ? " — " : ", ";
+    names += code(f.name);
+  }
+  return names;
+}
+
+void test_section(std::ostringstream& out, const Report& report) {
+  out << "## 4. Test functions\n\n";
+  if (report.tests.empty()) {
+    out << "No Python test file of the union exists at both heads.\n\n";
+    return;
+  }
+  out << "Test functions (module level and in classes, `async` and decorated included) at "
+         "each head, compared by qualified name; a body runs from its first decorator to "
+         "its last line. \"added\"/\"changed\" say what that side's patch did to the "
+         "function relative to its base.\n\n";
+  for (const TestFileComparison& file : report.tests) {
+    out << "### " << code(file.path) << "\n\n";
+    out << "- source: " << file.source_count << " test functions; target: "
+        << file.target_count << ".\n";
+    out << "- same-named: " << file.same_named << " — " << file.identical
+        << " byte-identical, " << file.differing << " differing.\n";
+    out << "- unique to source: " << file.only_source << name_list(file, true) << ".\n";
+    out << "- unique to target: " << file.only_target << name_list(file, false) << ".\n\n";
+
+    std::size_t unlisted = 0;
+    std::ostringstream rows;
+    for (const FunctionRow& f : file.functions) {
+      const bool both = f.source != PatchEffect::absent && f.target != PatchEffect::absent;
+      if (both && f.same_body && f.source == PatchEffect::untouched &&
+          f.target == PatchEffect::untouched) {
+        ++unlisted;
+        continue;
+      }
+      rows << "| " << code(f.name) << " | " << effect_name(f.source) << " | "
+           << effect_name(f.target) << " | "
+           << (both ? (f.same_body ? "identical" : "differ") : "—") << " |\n";
+    }
+    if (!rows.str().empty())
+      out << "| function | source | target | bodies |\n|---|---|---|---|\n" << rows.str() << "\n";
+    if (unlisted > 0)
+      out << unlisted << " identical function(s) that neither patch touched are not listed.\n\n";
+  }
+}
+
+}  // namespace
+
+std::string render_markdown(const Report& report) {
+  const Totals& t = report.totals;
+  std::ostringstream out;
+  out << "# Backport comparison: " << code(report.source.spec) << " vs "
+      << code(report.target.spec) << "\n\n";
+
+  out << "## 1. Purpose\n\n"
+         "One change, ported to two branches: this report compares the two patches file by "
+         "file so a reviewer can see exactly where the ports differ.\n\n";
+
+  out << "## 2. Rules\n\n"
+         "For each file in the union of both patches, the added lines and the deleted lines "
+         "of each patch are taken in their original order with every byte kept (spaces, "
+         "blank lines, CR, and whether the last line ends in a newline) and compared "
+         "exactly:\n\n"
+         "- **identical**: both sequences are equal, and so are the file headers (kind of "
+         "change, modes, rename origin); binary files compare their blob ids.\n"
+         "- **different**: one byte or one line count differs; the report names the "
+         "smallest difference (final newline, line endings, trailing whitespace, lines, "
+         "mode, ...).\n"
+         "- **only-source** / **only-target**: only one patch touches the file.\n\n"
+         "An identical change is not an identical file: the two baselines may differ, so "
+         "the report says separately whether the final files (the blobs at the two heads) "
+         "are equal.\n\n";
+  out << "Diff: " << diff_settings_sentence(report) << ".\n\n";
+  out << "Pinned ranges (the report does not move when the branches do):\n\n";
+  out << "- source " << code(report.source.spec) << ": `" << to_hex(report.source.base) << ".."
+      << to_hex(report.source.head) << "`\n";
+  out << "- target " << code(report.target.spec) << ": `" << to_hex(report.target.base) << ".."
+      << to_hex(report.target.head) << "`\n\n";
+
+  out << "## 3. Totals\n\n";
+  out << "The union of both patches has " << t.files << " files; the source patch touches "
+      << t.source_files << ", the target patch " << t.target_files << ".\n\n";
+  out << "| class | files |\n|---|---|\n";
+  out << "| identical | " << t.identical << " (final files equal: " << t.identical_final_equal
+      << ") |\n";
+  out << "| different | " << t.different << " |\n";
+  out << "| only-source | " << t.only_source << " |\n";
+  out << "| only-target | " << t.only_target << " |\n\n";
+
+  file_section(out, report, "3.1 Identical", Verdict::identical, t.identical);
+  file_section(out, report, "3.2 Different", Verdict::different, t.different);
+  file_section(out, report, "3.3 Only source", Verdict::only_source, t.only_source);
+  file_section(out, report, "3.4 Only target", Verdict::only_target, t.only_target);
+
+  test_section(out, report);
+  std::string text = out.str();
+  while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
+  return text;
+}
+
+}  // namespace portdiff
