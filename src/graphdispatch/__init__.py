@@ -1,1 +1,54 @@
-"""placeholder"""
+"""graphdispatch: a torch.compile backend that captures each input signature into a device
+graph once and replays it with one launch per call.
+
+    torch.compile(model, backend="graphdispatch", options={"graph_with_compile": True})
+    torch.compile(model, backend=graphdispatch.Backend(graph_only=True, max_entries=8))
+
+Importing this package loads neither torch._dynamo, torch._inductor nor sympy, and initializes
+no device (seed 002): the backend and the C++ extension load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import config
+
+if TYPE_CHECKING:
+    from .backend import Backend
+
+__all__ = ["Backend", "config", "reset", "stats"]
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Backend":
+        from .backend import Backend
+
+        return Backend
+    raise AttributeError(f"module 'graphdispatch' has no attribute {name!r}")
+
+
+def stats() -> dict[str, Any]:
+    """Counters since start or the last ``reset()``.
+
+    Keys: captures, replays, cache_hits, cache_misses, evictions, copies_skipped, bytes_copied
+    (bytes of dynamic inputs copied into entry buffers), recaptures (a parameter moved),
+    fallbacks ({reason: calls served by the non-graph path}: aliased_inputs, mixed_devices,
+    requires_grad, overlapping_input, capture_failed), routes ({route: graphs compiled}).
+    """
+    from . import _C
+    from .backend import route_counts
+
+    out = _C.stats()
+    out["routes"] = route_counts()
+    return out
+
+
+def reset() -> None:
+    """Clears every runner's cached graphs (graphs reset, buffers freed) and all counters."""
+    from . import _C
+    from .backend import clear_caches
+
+    clear_caches()
+    _C.reset_stats()

@@ -104,7 +104,7 @@ std::string row_notes(const FileVerdict& row) {
 }
 
 std::string diff_settings_sentence(const Report& report) {
-  return std::string("libgit2 ") + DiffSettings::algorithm + " diff" +
+  return std::string("libgit2 diff, algorithm ") + DiffSettings::algorithm +
          (DiffSettings::indent_heuristic ? " with the indent heuristic" : "") + ", " +
          std::to_string(DiffSettings::context_lines) +
          " context lines, no whitespace or end-of-line normalisation, renames " +

@@ -1,0 +1,243 @@
+"""The graphdispatch torch.compile backend: choose a route, then capture and replay.
+
+What it is. For every FX graph Dynamo hands us, a ``GraphRunner`` (C++) captures the graph's
+kernel sequence into a device graph once per input signature and replays it with one launch
+per call. Three routes (seed 000's rule, design 2.1):
+
+- ``graph_with_compile``: Inductor compiles the graph (its own cudagraphs off), then we
+  capture the compiled function — fusion and launch savings add up;
+- ``graph_only``: we capture the FX graph as is;
+- ``default``: aot_autograd + Inductor, no capture — taken when neither flag is set or when no
+  device graph exists for the inputs' device. The route and its reason are logged (logger
+  ``graphdispatch``) and counted in ``stats()["routes"]``; no fallback is silent.
+
+Why not a Python wrapper. The per-call steps (cache key, lookup, pointer checks, copies,
+replay, outputs) are the launch overhead we exist to remove; doing them in Python costs about
+as much as the launches saved for small graphs (bench/overhead.py measures both).
+
+Hardest invariant. A replay must compute exactly what eager PyTorch would for these inputs,
+or not happen: the cache key holds everything that changes the kernels (Note [Cache key] in
+csrc/runtime/signature.h), parameters are checked for movement on every call, dynamic inputs
+live in entry-owned buffers (Note [Static inputs] in csrc/runtime/entry.h), and a signature
+that cannot be captured is served by the non-graph path and counted by reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from typing import Any, Callable, Sequence
+
+import torch
+
+from . import config
+from ._once import RunOnce, at_fork_in_child
+from .device_graphs import HOLD_OFF, choose_kind, make_factory
+
+log = logging.getLogger("graphdispatch")
+
+ROUTE_GRAPH_WITH_COMPILE = "graph_with_compile"
+ROUTE_GRAPH_ONLY = "graph_only"
+ROUTE_DEFAULT = "default"
+
+
+# ---- checks that return a reason -------------------------------------------------------------
+
+def inputs_device(example_inputs: Sequence[Any]) -> torch.device:
+    """The device the graph runs on: the first non-CPU tensor's, else the CPU."""
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor) and value.device.type != "cpu":
+            return value.device
+    return torch.device("cpu")
+
+
+def choose_route(options: dict[str, Any], example_inputs: Sequence[Any]) -> tuple[str, str | None, str]:
+    """(route, graph kind or None, reason) for resolved ``options`` (design 2.1)."""
+    if options["graph_with_compile"]:
+        wanted = ROUTE_GRAPH_WITH_COMPILE
+    elif options["graph_only"]:
+        wanted = ROUTE_GRAPH_ONLY
+    else:
+        return ROUTE_DEFAULT, None, "graph_only and graph_with_compile are off"
+    kind, reason = choose_kind(options["device_graph"], inputs_device(example_inputs))
+    if kind is None:
+        return ROUTE_DEFAULT, None, f"{wanted} requested but {reason}"
+    return wanted, kind, reason
+
+
+def is_static_input(node: torch.fx.Node, value: Any) -> bool:
+    """True for parameters and buffers Dynamo lifted (Note [Static inputs])."""
+    if not isinstance(value, torch.Tensor):
+        return False
+    if isinstance(value, torch.nn.Parameter) or getattr(value, "_dynamo_static_input_type", None):
+        return True
+    grapharg = node.meta.get("grapharg")
+    source = getattr(grapharg, "source", None)
+    guard_source = getattr(source, "guard_source", None)
+    if callable(guard_source):  # a method in some PyTorch versions, a property in others
+        guard_source = guard_source()
+    return any(getattr(guard_source, check, lambda: False)()
+               for check in ("is_specialized_nn_module", "is_unspecialized_nn_module"))
+
+
+def _flat_output(gm: torch.fx.GraphModule) -> bool:
+    """True when the graph returns a tuple/list of leaves, the runner's contract."""
+    (output,) = gm.graph.find_nodes(op="output")
+    result = output.args[0]
+    return isinstance(result, (tuple, list)) and not any(
+        isinstance(item, (tuple, list, dict)) for item in result)
+
+
+# ---- setup, done once and lazily -------------------------------------------------------------
+
+def _setup_inductor() -> None:
+    import torch._inductor.compile_fx  # noqa: F401  (the import is the setup: it is slow)
+
+
+SETUP_INDUCTOR = RunOnce("inductor", _setup_inductor)
+_FACTORIES: dict[str, Any] = {}
+_FACTORIES_LOCK = threading.Lock()
+
+
+def graph_factory(kind: str) -> Any:
+    """One C++ graph factory per kind, shared by every runner (and so one pool per device)."""
+    with _FACTORIES_LOCK:
+        if kind not in _FACTORIES:
+            _FACTORIES[kind] = make_factory(kind)
+        return _FACTORIES[kind]
+
+
+# ---- bookkeeping: live runners, route counts -------------------------------------------------
+
+_RUNNERS: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_ROUTES: dict[str, int] = {}
+_ROUTES_LOCK = threading.Lock()
+
+
+def _count_route(route: str) -> None:
+    with _ROUTES_LOCK:
+        _ROUTES[route] = _ROUTES.get(route, 0) + 1
+
+
+def route_counts() -> dict[str, int]:
+    with _ROUTES_LOCK:
+        return dict(_ROUTES)
+
+
+def clear_caches() -> None:
+    """Drops every runner's entries (graphs reset, buffers freed) and the route counts."""
+    for runner in list(_RUNNERS):
+        runner.clear()
+    with _ROUTES_LOCK:
+        _ROUTES.clear()
+
+
+def _after_fork_in_child() -> None:
+    global _FACTORIES_LOCK, _ROUTES_LOCK
+    # No lock is taken: a parent thread may have held any of them at fork.
+    _FACTORIES_LOCK = threading.Lock()
+    _ROUTES_LOCK = threading.Lock()
+    _FACTORIES.clear()  # the parent's pools and streams are not ours to use
+    HOLD_OFF.reset_after_fork()
+    for runner in list(_RUNNERS):
+        runner.reset_after_fork()
+    from . import _C
+
+    _C.after_fork_in_child()
+
+
+at_fork_in_child(_after_fork_in_child)
+
+
+# ---- composition -----------------------------------------------------------------------------
+
+def _inductor(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, cudagraphs: bool) -> Callable:
+    SETUP_INDUCTOR()
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, list(example_inputs), config_patches={"triton.cudagraphs": cudagraphs})
+
+
+def _unboxed(fn: Callable) -> Callable:
+    """``fn`` callable as ``fn(*args)``: Inductor may return a boxed function (takes a list)."""
+    if getattr(fn, "_boxed_call", False):
+        return lambda *args: fn(list(args))
+    return fn
+
+
+def _with_flat_output(fn: Callable, gm: torch.fx.GraphModule) -> tuple[Callable, Callable | None]:
+    """(callable returning a flat tuple, function restoring the graph's structure or None)."""
+    if _flat_output(gm):
+        return fn, None
+    from torch.utils import _pytree as pytree
+
+    spec: list[Any] = []
+
+    def flat(*args: Any) -> tuple:
+        leaves, tree = pytree.tree_flatten(fn(*args))
+        spec[:] = [tree]
+        return tuple(leaves)
+
+    return flat, lambda leaves: pytree.tree_unflatten(list(leaves), spec[0])
+
+
+def build_runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], route: str, kind: str,
+                 options: dict[str, Any]) -> Callable:
+    """The compiled function of a graph route: a C++ GraphRunner over gm or Inductor's output."""
+    from . import _C
+
+    if route == ROUTE_GRAPH_WITH_COMPILE:
+        fn = _unboxed(_inductor(gm, example_inputs, cudagraphs=False))
+    else:
+        fn = gm.forward
+    fn, unflatten = _with_flat_output(fn, gm)
+    placeholders = gm.graph.find_nodes(op="placeholder")
+    is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
+    runner = _C.GraphRunner(
+        fn, is_static, graph_factory(kind),
+        safe_output_mode=options["safe_output_mode"], warmup_iters=options["warmup_iters"],
+        copy_stream=options["copy_stream"], max_entries=options["max_entries"],
+        eviction=options["eviction"], log=log.warning)
+    _RUNNERS.add(runner)
+    if not options["lazy_capture"]:
+        try:
+            runner.capture(*example_inputs)
+        except TypeError as error:  # an input the key cannot hold (e.g. a SymInt): capture lazily
+            log.info("compile-time capture skipped, capturing at the first call: %s", error)
+    if unflatten is None:
+        return runner
+    return lambda *args: unflatten(runner(*args))
+
+
+class Backend:
+    """``torch.compile(model, backend=graphdispatch.Backend(**options))``.
+
+    Options (design 2.1; see ``graphdispatch.config`` for each one's meaning and default):
+    graph_only, graph_with_compile, lazy_capture, max_entries, eviction, safe_output_mode,
+    warmup_iters, copy_stream, device_graph; ``-`` or ``_`` in keys; MindIE-SD's
+    ``aclgraph_*`` names as aliases. ``mode`` is None, "default" or "reduce-overhead" (the
+    graph_with_compile route). Raises TypeError/ValueError naming the key for an invalid
+    option, before any work.
+    """
+
+    compiler_name = "graphdispatch"
+
+    def __init__(self, mode: str | None = None, options: Any = None, **kwargs: Any):
+        self.options = {**config.options_for_mode(mode), **config.normalize(options),
+                        **config.normalize(kwargs, source="Backend() keyword arguments")}
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
+        if kwargs:  # torch.compile(..., mode=..., options=...) on an instance
+            return Backend(kwargs.get("mode"), {**self.options, **config.normalize(kwargs.get("options"))})(
+                gm, example_inputs)
+        options = config.resolve(self.options)
+        route, kind, reason = choose_route(options, example_inputs)
+        log.info("graphdispatch route %s (%s) for a graph of %d nodes", route, reason, len(gm.graph.nodes))
+        _count_route(route)
+        if route == ROUTE_DEFAULT:
+            return _inductor(gm, example_inputs, cudagraphs=False)
+        return build_runner(gm, example_inputs, route, kind, options)
+
+    def reset(self) -> None:
+        clear_caches()
