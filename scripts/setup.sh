@@ -16,6 +16,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# One set-up at a time: two runs sharing build/python would corrupt each other's build.
+mkdir -p build
+exec 9>build/.setup.lock
+flock 9
+
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 PIP=(.venv/bin/python -m pip -q --disable-pip-version-check)
@@ -24,7 +29,7 @@ PIP=(.venv/bin/python -m pip -q --disable-pip-version-check)
   || "${PIP[@]}" install torch==2.13.0
 "${PIP[@]}" install "scikit-build-core>=0.10" ninja "pytest>=8" "diffusers>=0.30"
 # --no-build-isolation: build against the torch installed above (an isolated build would
-# fetch another torch). The extension's build folder (build/python) is reused, so a second
-# run only recompiles what changed. Extra arguments go to pip (the test script turns on the
-# GoogleTest target this way).
-"${PIP[@]}" install --no-build-isolation "$@" .
+# fetch another torch). Editable: Python sources are used from src/, the extension is built
+# in build/python and reused, so a second run only recompiles what changed. Extra arguments
+# go to pip (the test script turns on the GoogleTest target this way).
+"${PIP[@]}" install --no-build-isolation -e . "$@"

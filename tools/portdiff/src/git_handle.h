@@ -31,8 +31,8 @@ using BlobPtr = GitPtr<git_blob, git_blob_free>;
 using DiffPtr = GitPtr<git_diff, git_diff_free>;
 using PatchPtr = GitPtr<git_patch, git_patch_free>;
 
-/// Initialises libgit2 for the lifetime of the object. Not copyable or movable:
-/// there is one per process, on main()'s stack.
+/// Initialises libgit2 (and its process-wide settings) for the lifetime of the
+/// object. Not copyable or movable: there is one per process, on main()'s stack.
 class LibGit2 final {
  public:
   LibGit2();

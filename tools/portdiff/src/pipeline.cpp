@@ -1,10 +1,22 @@
 #include "pipeline.h"
 
+#include <future>
+
 #include "collect.h"
 #include "git_handle.h"
 #include "side_diff.h"
 
 namespace portdiff {
+namespace {
+
+/// Diffs and collects one side on its own repository handle: the two sides are
+/// independent, and libgit2 handles must not be shared between threads.
+SidePatch patch_of(const Options& options, const ResolvedRange& range) {
+  RepositoryPtr repo = open_repository(options.repo);
+  return collect_lines(diff_range(repo.get(), range, options).get());
+}
+
+}  // namespace
 
 Report build_report(const Options& options) {
   RepositoryPtr repo = open_repository(options.repo);
@@ -14,8 +26,17 @@ Report build_report(const Options& options) {
   report.source = resolve_range(repo.get(), options.source, "source");
   report.target = resolve_range(repo.get(), options.target, "target");
 
-  report.source_patch = collect_lines(diff_range(repo.get(), report.source, options).get());
-  report.target_patch = collect_lines(diff_range(repo.get(), report.target, options).get());
+  // The two sides run concurrently when libgit2 was built thread-safe (Debian's
+  // is); an Error in the target thread is rethrown here by get().
+  if (git_libgit2_features() & GIT_FEATURE_THREADS) {
+    auto target = std::async(std::launch::async, patch_of, std::cref(options),
+                             std::cref(report.target));
+    report.source_patch = patch_of(options, report.source);
+    report.target_patch = target.get();
+  } else {
+    report.source_patch = patch_of(options, report.source);
+    report.target_patch = patch_of(options, report.target);
+  }
 
   report.files = classify(report.source_patch, report.target_patch);
   report.totals = count(report.files);

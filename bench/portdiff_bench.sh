@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# portdiff benchmark: a generated repository whose two patches each touch FILES
+# files (default 5,000); portdiff against the floor, two `git diff -U0` runs of the
+# same ranges. Each is timed RUNS times (default 5) and the medians are compared.
+#
+# Usage: bench/portdiff_bench.sh [PORTDIFF_BINARY]
+#   (default build/portdiff/portdiff; build it first, Release)
+# Environment: FILES, RUNS, KEEP=1 keeps the generated repository.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
+files=${FILES:-5000}
+runs=${RUNS:-5}
+[[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
+
+repo=$(mktemp -d)
+[[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
+git -C "$repo" init -q -b main
+git -C "$repo" config core.autocrlf false
+
+# One fast-import stream, four commits:
+#   base            FILES files of 40 lines
+#   source          edits every file (3 lines changed, 2 added)
+#   target-baseline the target branch's own drift: every 10th file differs at line 30
+#   target          the same edit as source, except every 7th file (a different line)
+awk -v n="$files" '
+function blob(kind, i,   s, l) {
+  s = ""
+  for (l = 1; l <= 40; l++) {
+    line = sprintf("file %d line %d: some ordinary source text", i, l)
+    if ((kind == 1 || kind == 3) && l == 30 && i % 10 == 0) line = line " (target baseline)"
+    if (kind >= 2 && (l == 5 || l == 17 || l == 33)) line = line " // edited"
+    if (kind == 3 && l == 17 && i % 7 == 0) line = line " (port differs)"
+    s = s line "\n"
+    if (kind >= 2 && l == 20) s = s "added line one\nadded line two\n"
+  }
+  return s
+}
+function commit(ref, mark, msg, kind, parent,   i, d) {
+  printf "commit %s\nmark :%d\ncommitter bench <bench@example.com> 1700000000 +0000\n", ref, mark
+  printf "data %d\n%s\n", length(msg), msg
+  if (parent != "") printf "from %s\n", parent
+  for (i = 0; i < n; i++) {
+    if (kind == 1 && i % 10 != 0) continue
+    d = blob(kind, i)
+    printf "M 100644 inline src/dir%03d/file%05d.c\ndata %d\n%s\n", i % 100, i, length(d), d
+  }
+}
+BEGIN {
+  commit("refs/heads/main", 1, "base", 0, "")
+  commit("refs/heads/source", 2, "change", 2, ":1")
+  commit("refs/heads/target", 3, "target baseline", 1, ":1")
+  commit("refs/heads/target", 4, "change (port)", 3, "")
+}' | git -C "$repo" fast-import --quiet
+
+source_range="main..source"
+target_range="target~1..target"
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+time_it() {  # prints the median wall time of "$@" over $runs runs
+  local i start end
+  for ((i = 0; i < runs; i++)); do
+    start=$(date +%s.%N)
+    "$@" >/dev/null
+    end=$(date +%s.%N)
+    echo "$end - $start" | bc
+  done | median
+}
+floor() {
+  git -C "$repo" diff -U0 "$source_range"
+  git -C "$repo" diff -U0 "$target_range"
+}
+run_portdiff() { "$portdiff" --repo "$repo" "$source_range" "$target_range" "$@"; }
+
+# Warm the page cache once, then measure.
+floor >/dev/null
+run_portdiff --format json >/dev/null
+
+floor_s=$(time_it floor)
+json_s=$(time_it run_portdiff --format json)
+md_s=$(time_it run_portdiff --format md)
+totals=$(run_portdiff --format text | sed -n '5p')
+
+echo "files touched per patch: $(git -C "$repo" diff --name-only "$source_range" | wc -l) / $(git -C "$repo" diff --name-only "$target_range" | wc -l)"
+echo "portdiff: $totals"
+echo "median of $runs runs (seconds)"
+printf '  floor: two git diff -U0   %.3f\n' "$floor_s"
+printf '  portdiff --format json    %.3f  (%.2fx floor)\n' "$json_s" "$(echo "$json_s / $floor_s" | bc -l)"
+printf '  portdiff --format md      %.3f  (%.2fx floor)\n' "$md_s" "$(echo "$md_s / $floor_s" | bc -l)"
+echo "git $(git --version | cut -d' ' -f3), $(nproc) cores"

@@ -1,0 +1,79 @@
+#include "runtime/entry_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+namespace graphdispatch {
+namespace {
+
+using Cache = EntryCache<int, std::string>;
+
+std::shared_ptr<std::string> value(const char* s) { return std::make_shared<std::string>(s); }
+
+TEST(EntryCache, UnboundedKeepsEverything) {
+  Cache cache(0, Eviction::kFifo);
+  for (int k = 0; k < 100; ++k) EXPECT_EQ(cache.insert(k, value("v")), nullptr);
+  EXPECT_EQ(cache.size(), 100u);
+}
+
+TEST(EntryCache, FifoEvictsOldestInsertedEvenIfUsed) {
+  Cache cache(2, Eviction::kFifo);
+  cache.insert(1, value("one"));
+  cache.insert(2, value("two"));
+  ASSERT_NE(cache.find(1), nullptr);  // a use does not protect it under FIFO
+  auto victim = cache.insert(3, value("three"));
+  ASSERT_NE(victim, nullptr);
+  EXPECT_EQ(*victim, "one");
+  EXPECT_EQ(cache.find(1), nullptr);
+  EXPECT_NE(cache.find(2), nullptr);
+  EXPECT_NE(cache.find(3), nullptr);
+}
+
+TEST(EntryCache, LruEvictsLeastRecentlyUsed) {
+  Cache cache(2, Eviction::kLru);
+  cache.insert(1, value("one"));
+  cache.insert(2, value("two"));
+  ASSERT_NE(cache.find(1), nullptr);
+  auto victim = cache.insert(3, value("three"));
+  ASSERT_NE(victim, nullptr);
+  EXPECT_EQ(*victim, "two");
+  EXPECT_NE(cache.find(1), nullptr);
+}
+
+TEST(EntryCache, EvictedValueOutlivesTheCacheWhileHeld) {
+  Cache cache(1, Eviction::kFifo);
+  cache.insert(1, value("one"));
+  auto held = cache.find(1);
+  cache.insert(2, value("two"));
+  EXPECT_EQ(cache.find(1), nullptr);
+  EXPECT_EQ(*held, "one");
+}
+
+TEST(EntryCache, ReinsertReplacesWithoutEviction) {
+  Cache cache(1, Eviction::kFifo);
+  cache.insert(1, value("one"));
+  EXPECT_EQ(cache.insert(1, value("uno")), nullptr);
+  EXPECT_EQ(*cache.find(1), "uno");
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(EntryCache, EraseAndOrder) {
+  Cache cache(0, Eviction::kFifo);
+  for (int k = 0; k < 4; ++k) cache.insert(k, value("v"));
+  EXPECT_NE(cache.erase(1), nullptr);
+  EXPECT_EQ(cache.erase(1), nullptr);
+  std::string order;
+  cache.for_each([&](int k, const std::string&) { order += std::to_string(k); });
+  EXPECT_EQ(order, "023");
+}
+
+TEST(EntryCache, ParseEviction) {
+  EXPECT_EQ(parse_eviction("fifo"), Eviction::kFifo);
+  EXPECT_EQ(parse_eviction("lru"), Eviction::kLru);
+  EXPECT_THROW(parse_eviction("LRU"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace graphdispatch

@@ -1,0 +1,217 @@
+// The runner driven without Python: a C++ callable, the emulated graph, and a fake graph that
+// records what the runner asked of it (the way PyTorch tests device-generic code against a
+// fake guard). Eager ATen is the oracle.
+
+#include "runtime/graph_runner.h"
+#include "runtime/stats.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+
+namespace graphdispatch {
+namespace {
+
+struct GraphLog {
+  std::atomic<int> created{0}, captured{0}, aborted{0}, replayed{0}, reset{0};
+};
+
+/// Emulated semantics plus a log of the protocol.
+class FakeGraph final : public DeviceGraph {
+ public:
+  explicit FakeGraph(GraphLog& log) : log_(log) {}
+  void capture_begin(std::function<void()> rerun) override { rerun_ = std::move(rerun); }
+  void capture_end() override { ++log_.captured; }
+  void capture_abort() noexcept override { ++log_.aborted; }
+  void replay() override {
+    ++log_.replayed;
+    rerun_();
+  }
+  void reset() override { ++log_.reset; }
+  bool runs_during_capture() const override { return true; }
+
+ private:
+  GraphLog& log_;
+  std::function<void()> rerun_;
+};
+
+class FakeFactory final : public DeviceGraphFactory {
+ public:
+  std::unique_ptr<DeviceGraph> create(c10::Device) override {
+    ++log.created;
+    return std::make_unique<FakeGraph>(log);
+  }
+  bool is_capturing(c10::Device) override { return false; }
+  std::string name() const override { return "fake"; }
+  GraphLog log;
+};
+
+std::vector<c10::IValue> mul_add(const std::vector<c10::IValue>& in) {
+  return {in[0].toTensor() * 2 + in[1].toTensor()};
+}
+
+class GraphRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Stats::get().reset(); }
+  std::shared_ptr<FakeFactory> factory = std::make_shared<FakeFactory>();
+};
+
+TEST_F(GraphRunnerTest, ReplayMatchesEagerAndCapturesOncePerSignature) {
+  GraphRunner runner(mul_add, {false, false}, factory, RunnerOptions{});
+  for (int i = 0; i < 4; ++i) {
+    auto a = at::randn({3, 5}), b = at::randn({3, 5});
+    auto out = runner({a, b});
+    EXPECT_TRUE(at::equal(out[0].toTensor(), a * 2 + b));
+  }
+  EXPECT_EQ(factory->log.created, 1);
+  EXPECT_EQ(factory->log.replayed, 4);
+  EXPECT_EQ(Stats::get().captures, 1);
+  EXPECT_EQ(Stats::get().cache_hits, 3);
+}
+
+TEST_F(GraphRunnerTest, SafeOutputsAreNotOverwrittenByLaterReplays) {
+  GraphRunner runner(mul_add, {false, false}, factory, RunnerOptions{});
+  auto a1 = at::randn({4}), b1 = at::randn({4});
+  auto y1 = runner({a1, b1})[0].toTensor();
+  runner({at::randn({4}), at::randn({4})});
+  EXPECT_TRUE(at::equal(y1, a1 * 2 + b1));
+}
+
+TEST_F(GraphRunnerTest, UnsafeOutputsAreTheStaticOutputs) {
+  RunnerOptions options;
+  options.safe_output_mode = false;
+  GraphRunner runner(mul_add, {false, false}, factory, options);
+  auto y1 = runner({at::randn({4}), at::randn({4})})[0].toTensor();
+  auto a2 = at::randn({4}), b2 = at::randn({4});
+  auto y2 = runner({a2, b2})[0].toTensor();
+  EXPECT_TRUE(y1.is_same(y2));  // documented contract: valid until the next replay
+  EXPECT_TRUE(at::equal(y2, a2 * 2 + b2));
+}
+
+TEST_F(GraphRunnerTest, EvictionResetsGraphsAndSurvivorsStayCorrect) {
+  RunnerOptions options;
+  options.max_entries = 2;
+  std::vector<std::string> logged;
+  options.log = [&](const std::string& m) { logged.push_back(m); };
+  GraphRunner runner(mul_add, {false, false}, factory, options);
+  for (int n = 1; n <= 5; ++n) runner({at::randn({n}), at::randn({n})});
+  EXPECT_EQ(runner.num_entries(), 2u);
+  EXPECT_EQ(factory->log.reset, 3);
+  EXPECT_EQ(Stats::get().evictions, 3);
+  EXPECT_EQ(logged.size(), 1u);  // one line when eviction starts, not one per eviction
+  auto a = at::randn({5}), b = at::randn({5});
+  EXPECT_TRUE(at::equal(runner({a, b})[0].toTensor(), a * 2 + b));
+}
+
+TEST_F(GraphRunnerTest, CopySkippedWhenCallerPassesTheBuffer) {
+  GraphRunner runner(mul_add, {false, false}, factory, RunnerOptions{});
+  auto a = at::randn({8}), b = at::randn({8});
+  runner({a, b});
+  auto entry = runner.entry_for({a, b});
+  ASSERT_NE(entry, nullptr);
+  auto buffers = entry->static_inputs();
+  buffers[0].toTensor().copy_(a);
+  const auto copied_before = Stats::get().bytes_copied.load();
+  auto out = runner({buffers[0], b});
+  EXPECT_TRUE(at::equal(out[0].toTensor(), a * 2 + b));
+  EXPECT_EQ(Stats::get().copies_skipped, 1);
+  EXPECT_EQ(Stats::get().bytes_copied - copied_before, static_cast<int64_t>(b.nbytes()));
+}
+
+TEST_F(GraphRunnerTest, MutationOfACallerTensorAppliedOncePerCall) {
+  auto add_one = [](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
+    in[0].toTensor().add_(1);
+    return {in[0].toTensor() * in[1].toTensor()};
+  };
+  GraphRunner runner(add_one, {false, false}, factory, RunnerOptions{});
+  auto x = at::zeros({8}), y = at::arange(8, at::kFloat);
+  for (int i = 1; i <= 3; ++i) {
+    auto out = runner({x, y})[0].toTensor();
+    EXPECT_TRUE(at::equal(out, y * i));
+  }
+  EXPECT_TRUE(at::equal(x, at::full({8}, 3.0)));
+}
+
+TEST_F(GraphRunnerTest, CaptureFailureBecomesNegativeEntryAndFallsBack) {
+  int calls = 0;
+  auto flaky = [&](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
+    ++calls;
+    // Stands in for a host sync that capture forbids: fails on the entry's buffers only.
+    TORCH_CHECK(calls != 2, "operation not permitted when stream is capturing");
+    return {in[0].toTensor() + 1};
+  };
+  RunnerOptions options;
+  options.warmup_iters = 1;
+  GraphRunner runner(flaky, {false}, factory, options);
+  auto x = at::randn({3});
+  EXPECT_TRUE(at::equal(runner({x})[0].toTensor(), x + 1));
+  EXPECT_TRUE(at::equal(runner({x})[0].toTensor(), x + 1));
+  EXPECT_EQ(factory->log.aborted, 1);
+  EXPECT_EQ(Stats::get().captures, 0);
+  EXPECT_EQ(Stats::get().fallbacks().at("capture_failed"), 2);
+  auto entry = runner.entry_for({x});
+  ASSERT_TRUE(entry && entry->is_negative());
+  EXPECT_NE(entry->detail().find("not permitted"), std::string::npos);
+  EXPECT_EQ(factory->log.created, 1);  // not retried on every call
+}
+
+TEST_F(GraphRunnerTest, MovedStaticInputRecaptures) {
+  auto linear = [](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
+    return {at::matmul(in[0].toTensor(), in[1].toTensor())};
+  };
+  GraphRunner runner(linear, {false, true}, factory, RunnerOptions{});
+  auto x = at::randn({2, 4});
+  auto w1 = at::randn({4, 4});
+  EXPECT_TRUE(at::allclose(runner({x, w1})[0].toTensor(), at::matmul(x, w1)));
+  auto w2 = at::randn({4, 4});
+  EXPECT_TRUE(at::allclose(runner({x, w2})[0].toTensor(), at::matmul(x, w2)));
+  EXPECT_EQ(Stats::get().recaptures, 1);
+  EXPECT_EQ(runner.num_entries(), 1u);
+}
+
+TEST_F(GraphRunnerTest, AliasedDynamicInputsFallBack) {
+  GraphRunner runner(mul_add, {false, false}, factory, RunnerOptions{});
+  auto base = at::randn({100});
+  auto a = base.narrow(0, 0, 10), b = base.narrow(0, 5, 10);
+  EXPECT_TRUE(at::equal(runner({a, b})[0].toTensor(), a * 2 + b));
+  EXPECT_EQ(Stats::get().fallbacks().at("aliased_inputs"), 1);
+  EXPECT_EQ(factory->log.created, 0);
+}
+
+TEST_F(GraphRunnerTest, ConcurrentFirstCallsCaptureOnce) {
+  auto slow = [](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return {in[0].toTensor() * 3};
+  };
+  GraphRunner runner(slow, {false}, factory, RunnerOptions{});
+  constexpr int kThreads = 16;
+  std::barrier start(kThreads);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto x = at::full({64}, static_cast<double>(t));
+      start.arrive_and_wait();
+      if (!at::equal(runner({x})[0].toTensor(), x * 3)) ++wrong;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(factory->log.created, 1);
+  EXPECT_EQ(Stats::get().captures, 1);
+}
+
+TEST_F(GraphRunnerTest, EmulatedGraphMatchesEager) {
+  GraphRunner runner(mul_add, {false, false}, std::make_shared<EmulatedGraphFactory>(),
+                     RunnerOptions{});
+  for (int i = 0; i < 3; ++i) {
+    auto a = at::randn({2, 2}), b = at::randn({2, 2});
+    EXPECT_TRUE(at::equal(runner({a, b})[0].toTensor(), a * 2 + b));
+  }
+}
+
+}  // namespace
+}  // namespace graphdispatch

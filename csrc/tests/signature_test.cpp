@@ -1,0 +1,91 @@
+#include "runtime/signature.h"
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <c10/core/InferenceMode.h>
+#include <gtest/gtest.h>
+
+namespace graphdispatch {
+namespace {
+
+Signature sig(std::vector<c10::IValue> inputs) {
+  return Signature::of(inputs, std::vector<bool>(inputs.size(), false));
+}
+
+TEST(Signature, SameMetadataSameKeyRegardlessOfValues) {
+  EXPECT_EQ(sig({at::randn({2, 3})}), sig({at::randn({2, 3})}));
+}
+
+TEST(Signature, TensorMetadataChangesKey) {
+  auto base = sig({at::randn({4, 6})});
+  EXPECT_FALSE(base == sig({at::randn({6, 4})}));                               // shape
+  EXPECT_FALSE(base == sig({at::randn({4, 6}, at::kDouble)}));                  // dtype
+  EXPECT_FALSE(base == sig({at::randn({6, 4}).t()}));                           // strides
+  EXPECT_FALSE(base == sig({at::randn({4, 6}).set_requires_grad(true)}));       // requires_grad
+  EXPECT_FALSE(base == sig({at::randn({25}).narrow(0, 1, 24).view({4, 6})}));   // alignment
+}
+
+TEST(Signature, ScalarValuesAreKeyed) {
+  EXPECT_FALSE(sig({c10::IValue(0.5)}) == sig({c10::IValue(1.5)}));
+  EXPECT_FALSE(sig({c10::IValue(int64_t{2})}) == sig({c10::IValue(2.0)}));
+  EXPECT_FALSE(sig({c10::IValue(true)}) == sig({c10::IValue(int64_t{1})}));
+  EXPECT_EQ(sig({c10::IValue()}), sig({c10::IValue()}));
+}
+
+TEST(Signature, ModesAreKeyed) {
+  auto x = at::randn({2});
+  auto plain = sig({x});
+  {
+    at::AutoGradMode no_grad(false);
+    EXPECT_FALSE(plain == sig({x}));
+  }
+  {
+    c10::InferenceMode inference;
+    EXPECT_FALSE(plain == sig({x}));
+  }
+  {
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    auto autocast = sig({x});
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    EXPECT_FALSE(plain == autocast);
+  }
+  EXPECT_EQ(plain, sig({x}));
+}
+
+TEST(Signature, AliasingOfDynamicInputsIsKeyed) {
+  auto base = at::randn({1000});
+  auto a = base.narrow(0, 0, 100), b = base.narrow(0, 300, 100);
+  auto separate = sig({at::randn({100}), at::randn({100})});
+  auto shared = sig({a, b});
+  EXPECT_TRUE(shared.has_aliasing());
+  EXPECT_FALSE(separate.has_aliasing());
+  EXPECT_FALSE(separate == shared);
+  // Static inputs are not copied, so sharing storage with them is not aliasing.
+  auto with_static = Signature::of({a, b}, {true, false});
+  EXPECT_FALSE(with_static.has_aliasing());
+}
+
+TEST(Signature, UnsupportedInputNamesPosition) {
+  std::vector<c10::IValue> inputs{at::randn({1}), c10::IValue(std::string("text"))};
+  try {
+    Signature::of(inputs, {false, false});
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("position 1"), std::string::npos);
+  }
+}
+
+TEST(CheckInputMatch, SeedMessageShape) {
+  try {
+    check_input_match(at::zeros({2, 3}), at::zeros({3, 3}, at::kHalf), 4);
+    FAIL() << "expected an error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace())
+                  .find("input mismatch at position 4: captured [2, 3]/float32, got [3, 3]/float16"),
+              std::string::npos);
+  }
+  EXPECT_NO_THROW(check_input_match(at::zeros({2, 3}), at::ones({2, 3}), 0));
+}
+
+}  // namespace
+}  // namespace graphdispatch
