@@ -1,0 +1,183 @@
+"""The runtime through graphdispatch._C and torch.compile on the emulated graph, with eager
+PyTorch as the oracle: cache key, eviction, copy skip, mismatch message, outputs, fallback."""
+
+import logging
+
+import pytest
+import torch
+
+import graphdispatch
+from graphdispatch import _C
+from graphdispatch.device_graphs import make_factory
+
+
+def runner(fn, n_inputs, **options):
+    return _C.GraphRunner(fn, [False] * n_inputs, make_factory("emulated"), **options)
+
+
+def compiled(fn, **options):
+    return torch.compile(fn, backend="graphdispatch",
+                         options={"graph_only": True, "device_graph": "emulated", **options})
+
+
+# ---- cache key -------------------------------------------------------------------------------
+
+def test_strides_key_separate_entries():
+    r = runner(lambda x: (x * 2 + 1,), 1)
+    big = torch.randn(64, 64)
+    layouts = [torch.randn(64, 32), torch.randn(32, 64).t(), big[::2, :32], big.flatten()[1:2049].view(64, 32)]
+    for x in layouts * 2:
+        (y,) = r(x)
+        assert torch.equal(y, x * 2 + 1)
+        assert y.stride() == (x * 2 + 1).stride()
+    assert r.num_entries == 4
+    assert graphdispatch.stats()["captures"] == 4
+
+
+def test_scalar_values_key_separate_entries():
+    r = runner(lambda x, s: (x * s,), 2)
+    x = torch.randn(5)
+    for s in (0.5, 1.5, 2.5, 0.5, 3, True, 2.5):
+        (y,) = r(x, s)
+        assert torch.equal(y, x * s)
+    assert r.num_entries == 5  # 0.5, 1.5, 2.5, 3, True
+
+
+def test_grad_and_inference_modes_key_separate_entries():
+    r = runner(lambda x: (x + 1,), 1)
+    x = torch.randn(3)
+    r(x)
+    with torch.no_grad():
+        r(x)
+    with torch.inference_mode():
+        (y,) = r(torch.randn(3))
+        assert y.is_inference()
+    assert r.num_entries == 3
+
+
+def test_autocast_keys_separate_entries():
+    w = torch.randn(8, 8)
+    r = runner(lambda x: (x @ w,), 1)
+    x = torch.randn(4, 8)
+    (plain,) = r(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        (auto,) = r(x)
+        expected = x @ w
+    assert plain.dtype == torch.float32 and auto.dtype == expected.dtype == torch.bfloat16
+    assert torch.equal(auto, expected)
+    assert r.num_entries == 2
+
+
+# ---- eviction --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("eviction, survivor", [("fifo", 2), ("lru", 1)])
+def test_eviction_policies(eviction, survivor):
+    r = runner(lambda x: (x.relu(),), 1, max_entries=2, eviction=eviction)
+    sizes = {n: torch.randn(n) for n in (1, 2, 3)}
+    r(sizes[1]); r(sizes[2]); r(sizes[1])  # size 1 used last: LRU keeps it, FIFO does not
+    r(sizes[3])
+    assert r.num_entries == 2
+    assert graphdispatch.stats()["evictions"] == 1
+    before = graphdispatch.stats()["captures"]
+    assert torch.equal(r(sizes[survivor])[0], sizes[survivor].relu())
+    assert graphdispatch.stats()["captures"] == before  # the survivor replays
+    for n, x in sizes.items():
+        assert torch.equal(r(x)[0], x.relu())
+
+
+def test_eviction_logs_once(caplog):
+    with caplog.at_level(logging.WARNING, logger="graphdispatch"):
+        r = runner(lambda x: (x + 1,), 1, max_entries=2, log=logging.getLogger("graphdispatch").warning)
+        for n in range(1, 8):
+            r(torch.randn(n))
+    assert r.num_entries == 2
+    assert sum("evicting" in rec.getMessage() for rec in caplog.records) == 1
+
+
+# ---- copies, outputs, mismatch ---------------------------------------------------------------
+
+def test_copy_skipped_when_caller_passes_static_buffer():
+    r = runner(lambda a, b: (a * b,), 2)
+    a, b = torch.randn(16), torch.randn(16)
+    r(a, b)
+    buf_a, buf_b = r.static_inputs(a, b)
+    buf_a.copy_(a)
+    stats = graphdispatch.stats()
+    (y,) = r(buf_a, b)
+    after = graphdispatch.stats()
+    assert torch.equal(y, a * b)
+    assert after["copies_skipped"] - stats["copies_skipped"] == 1
+    assert after["bytes_copied"] - stats["bytes_copied"] == b.numel() * b.element_size()
+
+
+def test_caller_memory_is_never_a_static_buffer():
+    for lazy in (False, True):
+        fn = compiled(lambda x: x + 1, lazy_capture=lazy)
+        x1 = torch.zeros(4)
+        fn(x1)
+        fn(torch.ones(4))
+        assert torch.equal(x1, torch.zeros(4)), f"lazy_capture={lazy}"
+        torch._dynamo.reset()
+
+
+def test_mismatch_message_shape():
+    with pytest.raises(RuntimeError, match=r"^input mismatch at position 2: captured \[2, 3\]/float32, got \[4\]/bfloat16$"):
+        _C.check_input_match(torch.zeros(2, 3), torch.zeros(4, dtype=torch.bfloat16), 2)
+
+
+def test_safe_outputs_are_clones():
+    fn = compiled(lambda x: x @ x)
+    x1, x2 = torch.randn(10, 10), torch.randn(10, 10)
+    y1 = fn(x1)
+    view, detached = y1[0], y1.detach()
+    y2 = fn(x2)
+    for held in (y1, view, detached):
+        assert torch.equal(held, (x1 @ x1)[: held.shape[0]] if held.dim() == 2 else (x1 @ x1)[0])
+    assert y1.untyped_storage().data_ptr() != y2.untyped_storage().data_ptr()
+
+
+def test_unsafe_outputs_alias_static_outputs():
+    fn = compiled(lambda x: x @ x, safe_output_mode=False)
+    x1, x2 = torch.randn(10, 10), torch.randn(10, 10)
+    y1 = fn(x1)
+    y2 = fn(x2)
+    # Documented contract: the static output, valid until the next replay.
+    assert y1.data_ptr() == y2.data_ptr()
+    assert torch.allclose(y2, x2 @ x2)
+
+
+def test_output_structure_preserved():
+    def fn(x):
+        return {"a": x + 1, "pair": (x * 2, None), "n": [x.sum()]}
+
+    out = compiled(fn)(torch.ones(3))
+    assert set(out) == {"a", "pair", "n"}
+    assert out["pair"][1] is None and torch.equal(out["pair"][0], torch.full((3,), 2.0))
+    assert torch.equal(out["n"][0], torch.tensor(3.0))
+
+
+def test_capture_failure_falls_back_with_reason():
+    calls = {"n": 0}
+
+    def flaky(x):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the capture run (after one warmup)
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return (x + 1,)
+
+    r = runner(flaky, 1)
+    x = torch.randn(3)
+    for _ in range(3):
+        assert torch.equal(r(x)[0], x + 1)
+    stats = graphdispatch.stats()
+    assert stats["fallbacks"] == {"capture_failed": 3}
+    assert stats["captures"] == 0
+    reason, detail = r.entry_reason(x)
+    assert reason == "capture_failed" and "not permitted" in detail
+    assert calls["n"] == 2 + 3  # warmup + failed capture, then one eager run per call
+
+
+def test_user_error_reaches_user():
+    r = runner(lambda x: (x @ x,), 1)
+    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied|size mismatch|must match"):
+        r(torch.randn(2, 3))
