@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # portdiff benchmark: a generated repository whose two patches each touch FILES
 # files (default 5,000); portdiff against the floor, two `git diff -U0` runs of the
-# same ranges. Each is timed RUNS times (default 5) and the medians are compared.
+# same ranges. Each is timed RUNS times (default 7), interleaved so that load from
+# other processes hits all alike, and the medians are compared (wall and CPU).
 #
 # Usage: bench/portdiff_bench.sh [PORTDIFF_BINARY]
 #   (default build/portdiff/portdiff; build it first, Release)
@@ -11,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
 files=${FILES:-5000}
-runs=${RUNS:-5}
+runs=${RUNS:-7}
 [[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
 
 repo=$(mktemp -d)
@@ -58,14 +59,10 @@ source_range="main..source"
 target_range="target~1..target"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-time_it() {  # prints the median wall time of "$@" over $runs runs
-  local i start end
-  for ((i = 0; i < runs; i++)); do
-    start=$(date +%s.%N)
-    "$@" >/dev/null
-    end=$(date +%s.%N)
-    echo "$end - $start" | bc
-  done | median
+# Prints "<wall seconds> <CPU seconds (user+sys)>" for one run of "$@".
+time_once() {
+  local TIMEFORMAT='%R %U %S'
+  { time "$@" >/dev/null; } 2>&1 | awk '{ print $1, $2 + $3 }'
 }
 floor() {
   git -C "$repo" diff -U0 "$source_range"
@@ -77,15 +74,24 @@ run_portdiff() { "$portdiff" --repo "$repo" "$source_range" "$target_range" "$@"
 floor >/dev/null
 run_portdiff --format json >/dev/null
 
-floor_s=$(time_it floor)
-json_s=$(time_it run_portdiff --format json)
-md_s=$(time_it run_portdiff --format md)
+samples=$(mktemp)
+for ((i = 0; i < runs; i++)); do
+  echo "floor $(time_once floor)" >>"$samples"
+  echo "json $(time_once run_portdiff --format json)" >>"$samples"
+  echo "md $(time_once run_portdiff --format md)" >>"$samples"
+done
+median_of() { awk -v k="$1" -v c="$2" '$1 == k { print $c }' "$samples" | median; }
+floor_wall=$(median_of floor 2) floor_cpu=$(median_of floor 3)
+json_wall=$(median_of json 2) json_cpu=$(median_of json 3)
+md_wall=$(median_of md 2) md_cpu=$(median_of md 3)
+rm -f "$samples"
 totals=$(run_portdiff --format text | sed -n '5p')
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 echo "files touched per patch: $(git -C "$repo" diff --name-only "$source_range" | wc -l) / $(git -C "$repo" diff --name-only "$target_range" | wc -l)"
 echo "portdiff: $totals"
-echo "median of $runs runs (seconds)"
-printf '  floor: two git diff -U0   %.3f\n' "$floor_s"
-printf '  portdiff --format json    %.3f  (%.2fx floor)\n' "$json_s" "$(echo "$json_s / $floor_s" | bc -l)"
-printf '  portdiff --format md      %.3f  (%.2fx floor)\n' "$md_s" "$(echo "$md_s / $floor_s" | bc -l)"
-echo "git $(git --version | cut -d' ' -f3), $(nproc) cores"
+echo "median of $runs runs, seconds       wall   (ratio)   cpu    (ratio)"
+echo "  floor: two git diff -U0          $floor_wall             $floor_cpu"
+echo "  portdiff --format json           $json_wall  ($(ratio "$json_wall" "$floor_wall"))   $json_cpu  ($(ratio "$json_cpu" "$floor_cpu"))"
+echo "  portdiff --format md             $md_wall  ($(ratio "$md_wall" "$floor_wall"))   $md_cpu  ($(ratio "$md_cpu" "$floor_cpu"))"
+echo "git $(git --version | cut -d' ' -f3), libgit2 $(pkg-config --modversion libgit2 2>/dev/null || echo '?'), $(nproc) cores"

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-portdiff=${1:-$here/../../build/portdiff/portdiff}
+portdiff=$(realpath "${1:-$here/../../build/portdiff/portdiff}")
 shift || true
 demo=$(mktemp -d)
 trap 'rm -rf "$demo"' EXIT
@@ -23,6 +23,7 @@ mkdir -p src tests
 printf 'import os\n\ndef load():\n    return os.environ\n' > src/loader.py
 printf 'VERSION = "1.0"\n' > src/version.py
 printf 'def helper():\n    pass\n' > src/legacy.py
+printf '__all__ = ["load"]\n' > src/__init__.py
 printf 'def test_load():\n    assert True\n\n\nclass TestApi:\n    def test_get(self):\n        assert 1\n' > tests/test_api.py
 commit "common base"
 
@@ -39,6 +40,7 @@ printf 'import os\nimport functools\n\n@functools.cache\ndef load():\n    return
 printf 'VERSION = "1.0"\nLAZY = True\n' > src/version.py
 printf 'def helper():\n    return None\n' > src/legacy.py
 printf 'lazy: true\n' > config.yaml
+printf '__all__ = ["load", "LAZY"]\n' > src/__init__.py
 printf 'def test_load():\n    assert True\n\n\nclass TestApi:\n    def test_get(self):\n        assert 1\n\n    async def test_lazy(self):\n        assert await load()\n' > tests/test_api.py
 commit "lazy loading"
 git tag r1-head
@@ -50,6 +52,8 @@ printf 'import os\nimport functools\n\n@functools.cache\ndef load():\n    return
 printf 'VERSION = "2.0"\nLAZY = True\n' > src/version.py
 printf 'def helper():\n    return None \nLEGACY = False\n' > src/legacy.py
 printf 'def test_load():\n    assert True\n\n\nclass TestApi:\n    def test_get(self):\n        assert 1\n\n    async def test_lazy(self):\n        assert await load(), "lazy"\n\n    def test_fork(self):\n        pass\n' > tests/test_api.py
+printf '__all__ = ["load", "LAZY"]\n' > src/__init__.py
+printf 'import sys\nPY2 = sys.version_info[0] == 2\n' > src/compat.py
 chmod +x src/loader.py
 commit "lazy loading (port)"
 git tag r2-head

@@ -11,15 +11,19 @@ using json = nlohmann::ordered_json;
 
 json mode(std::uint32_t value) { return value == 0 ? json(nullptr) : json(octal_mode(value)); }
 
+// Objects are filled key by key: nlohmann's initializer lists copy every value,
+// which dominates rendering on patches of thousands of files.
 json side(const FileChange* change) {
   if (change == nullptr) return nullptr;
-  return json{{"status", kind_name(change->kind)},
-              {"old_path", change->old_path},
-              {"old_mode", mode(change->old_mode)},
-              {"new_mode", mode(change->new_mode)},
-              {"binary", change->binary},
-              {"added", change->added.size()},
-              {"deleted", change->deleted.size()}};
+  json out = json::object();
+  out["status"] = kind_name(change->kind);
+  out["old_path"] = change->old_path;
+  out["old_mode"] = mode(change->old_mode);
+  out["new_mode"] = mode(change->new_mode);
+  out["binary"] = change->binary;
+  out["added"] = change->added.size();
+  out["deleted"] = change->deleted.size();
+  return out;
 }
 
 json range(const ResolvedRange& r) {
@@ -33,14 +37,15 @@ std::string render_json(const Report& report) {
   json files = json::array();
   for (const FileVerdict& row : report.files) {
     const bool both = row.source && row.target;
-    files.push_back({{"path", row.path},
-                     {"class", verdict_name(row.verdict)},
-                     {"difference", row.verdict == Verdict::different
-                                        ? json(difference_name(row.difference))
-                                        : json(nullptr)},
-                     {"final_equal", both ? json(row.final_equal) : json(nullptr)},
-                     {"source", side(row.source)},
-                     {"target", side(row.target)}});
+    json file = json::object();
+    file["path"] = row.path;
+    file["class"] = verdict_name(row.verdict);
+    file["difference"] =
+        row.verdict == Verdict::different ? json(difference_name(row.difference)) : json(nullptr);
+    file["final_equal"] = both ? json(row.final_equal) : json(nullptr);
+    file["source"] = side(row.source);
+    file["target"] = side(row.target);
+    files.push_back(std::move(file));
   }
 
   json tests = json::array();
@@ -49,45 +54,47 @@ std::string render_json(const Report& report) {
     json only_source = json::array(), only_target = json::array();
     for (const FunctionRow& f : file.functions) {
       const bool both = f.source != PatchEffect::absent && f.target != PatchEffect::absent;
-      functions.push_back({{"name", f.name},
-                           {"source", effect_name(f.source)},
-                           {"target", effect_name(f.target)},
-                           {"same_body", both ? json(f.same_body) : json(nullptr)}});
+      json function = json::object();
+      function["name"] = f.name;
+      function["source"] = effect_name(f.source);
+      function["target"] = effect_name(f.target);
+      function["same_body"] = both ? json(f.same_body) : json(nullptr);
+      functions.push_back(std::move(function));
       if (f.target == PatchEffect::absent) only_source.push_back(f.name);
       if (f.source == PatchEffect::absent) only_target.push_back(f.name);
     }
-    tests.push_back({{"path", file.path},
-                     {"source_count", file.source_count},
-                     {"target_count", file.target_count},
-                     {"same_named", file.same_named},
-                     {"identical", file.identical},
-                     {"differing", file.differing},
-                     {"only_source", only_source},
-                     {"only_target", only_target},
-                     {"functions", functions}});
+    json entry = json::object();
+    entry["path"] = file.path;
+    entry["source_count"] = file.source_count;
+    entry["target_count"] = file.target_count;
+    entry["same_named"] = file.same_named;
+    entry["identical"] = file.identical;
+    entry["differing"] = file.differing;
+    entry["only_source"] = std::move(only_source);
+    entry["only_target"] = std::move(only_target);
+    entry["functions"] = std::move(functions);
+    tests.push_back(std::move(entry));
   }
 
-  const json document = {
-      {"schema", "portdiff/1"},
-      {"diff",
-       {{"algorithm", DiffSettings::algorithm},
-        {"indent_heuristic", DiffSettings::indent_heuristic},
-        {"context_lines", DiffSettings::context_lines},
-        {"whitespace", "exact"},
-        {"find_renames", report.find_renames}}},
-      {"source", range(report.source)},
-      {"target", range(report.target)},
-      {"totals",
-       {{"files", t.files},
-        {"source_files", t.source_files},
-        {"target_files", t.target_files},
-        {"identical", t.identical},
-        {"identical_final_equal", t.identical_final_equal},
-        {"different", t.different},
-        {"only_source", t.only_source},
-        {"only_target", t.only_target}}},
-      {"files", files},
-      {"test_files", tests}};
+  json document = json::object();
+  document["schema"] = "portdiff/1";
+  document["diff"] = {{"algorithm", DiffSettings::algorithm},
+                      {"indent_heuristic", DiffSettings::indent_heuristic},
+                      {"context_lines", DiffSettings::context_lines},
+                      {"whitespace", "exact"},
+                      {"find_renames", report.find_renames}};
+  document["source"] = range(report.source);
+  document["target"] = range(report.target);
+  document["totals"] = {{"files", t.files},
+                        {"source_files", t.source_files},
+                        {"target_files", t.target_files},
+                        {"identical", t.identical},
+                        {"identical_final_equal", t.identical_final_equal},
+                        {"different", t.different},
+                        {"only_source", t.only_source},
+                        {"only_target", t.only_target}};
+  document["files"] = std::move(files);
+  document["test_files"] = std::move(tests);
   // Paths are bytes; invalid UTF-8 becomes U+FFFD rather than failing the report.
   return document.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

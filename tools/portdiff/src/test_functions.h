@@ -13,6 +13,7 @@ namespace portdiff {
 /// What a side's patch did to a test function: compared with that side's base.
 enum class PatchEffect { absent, untouched, added, changed };
 
+/// One test function name, as each side's head has it.
 struct FunctionRow final {
   std::string name;  // qualified
   PatchEffect source = PatchEffect::absent;

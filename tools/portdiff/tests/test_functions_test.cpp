@@ -69,9 +69,12 @@ class TestApi:
 )PY";
 
 json run_json(const TempRepo& repo, const Ports& ports, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--repo", repo.dir(), ports.source, ports.target,
-                                   "--format", "json"};
-  args.insert(args.end(), extra.begin(), extra.end());
+  // Options before the ranges: a repeatable option must not swallow them.
+  std::vector<std::string> args = std::move(extra);
+  for (const std::string& arg :
+       {std::string("--repo"), repo.dir(), ports.source, ports.target, std::string("--format"),
+        std::string("json")})
+    args.push_back(arg);
   const CommandResult run = run_portdiff(args);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   return json::parse(run.out);
@@ -116,7 +119,7 @@ TEST(TestFunctions, OnlyFilesPresentOnBothSidesAndMatchingTheGlobs) {
       {{"checks/api_check.py", kTarget}});
   // Defaults: api_check.py is no test file; test_new.py exists on the source side only.
   EXPECT_TRUE(run_json(repo, ports)["test_files"].empty());
-  const json report = run_json(repo, ports, {"--tests", "checks/*_check.py"});
+  const json report = run_json(repo, ports, {"--tests", "checks/*_check.py", "--tests", "x.py"});
   ASSERT_EQ(report["test_files"].size(), 1u);
   EXPECT_EQ(report["test_files"][0]["path"], "checks/api_check.py");
   EXPECT_EQ(report["test_files"][0]["differing"], 1);
