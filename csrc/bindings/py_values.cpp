@@ -1,5 +1,6 @@
 #include "bindings/py_values.h"
 
+#include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <memory>
@@ -14,8 +15,10 @@ c10::IValue to_ivalue(py::handle value, std::size_t position) {
   if (PyBool_Check(obj)) return c10::IValue(obj == Py_True);
   if (PyLong_Check(obj)) return c10::IValue(static_cast<int64_t>(PyLong_AsLongLong(obj)));
   if (PyFloat_Check(obj)) return c10::IValue(PyFloat_AS_DOUBLE(obj));
+  // Accepted so the runner can refuse it with a reason ("explicit_generator"), not a crash.
+  if (THPGenerator_Check(obj)) return c10::IValue(reinterpret_cast<THPGenerator*>(obj)->cdata);
   throw py::type_error("graphdispatch: input at position " + std::to_string(position) +
-                       ": expected a tensor, int, float, bool or None, got " +
+                       ": expected a tensor, int, float, bool, None or torch.Generator, got " +
                        std::string(Py_TYPE(obj)->tp_name));
 }
 
@@ -25,6 +28,7 @@ py::object to_python(const c10::IValue& value) {
   if (value.isBool()) return py::bool_(value.toBool());
   if (value.isInt()) return py::int_(value.toInt());
   if (value.isDouble()) return py::float_(value.toDouble());
+  if (value.isGenerator()) return py::reinterpret_steal<py::object>(THPGenerator_Wrap(value.toGenerator()));
   TORCH_INTERNAL_ASSERT(false, "graphdispatch: cannot convert ", value.tagKind(), " to Python");
 }
 

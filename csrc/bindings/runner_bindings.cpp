@@ -28,13 +28,19 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
                                          std::shared_ptr<DeviceGraphFactory> graphs,
                                          bool safe_output_mode, int64_t warmup_iters,
                                          bool copy_stream, int64_t max_entries,
-                                         const std::string& eviction, py::object log) {
+                                         const std::string& eviction, py::object log,
+                                         std::vector<std::size_t> mutated_inputs) {
   TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
   RunnerOptions options;
   options.safe_output_mode = safe_output_mode;
   options.warmup_iters = warmup_iters;
   options.copy_stream = copy_stream;
   options.max_entries = static_cast<std::size_t>(max_entries);
+  for (auto i : mutated_inputs) {
+    TORCH_CHECK_VALUE(i < is_static.size(), "mutated_inputs: expected positions < ",
+                      is_static.size(), ", got ", i);
+  }
+  options.mutated_inputs = std::move(mutated_inputs);
   try {
     options.eviction = parse_eviction(eviction);
   } catch (const std::invalid_argument& e) {
@@ -52,7 +58,8 @@ void init_runner(py::module_& m) {
       .def(py::init(&make_runner), py::arg("fn"), py::arg("is_static"), py::arg("graphs"),
            py::arg("safe_output_mode") = true, py::arg("warmup_iters") = 1,
            py::arg("copy_stream") = true, py::arg("max_entries") = 0,
-           py::arg("eviction") = "fifo", py::arg("log") = py::none())
+           py::arg("eviction") = "fifo", py::arg("log") = py::none(),
+           py::arg("mutated_inputs") = std::vector<std::size_t>())
       .def("__call__",
            [](GraphRunner& self, const py::args& args) {
              auto inputs = to_ivalues(args);
@@ -108,6 +115,10 @@ void init_stats(py::module_& m) {
     return d;
   });
   m.def("reset_stats", [] { Stats::get().reset(); });
+  m.def("count_fallback", [](const std::string& reason) { Stats::get().add_fallback(reason); },
+        py::arg("reason"), "Counts one call served without a graph, for a graph refused as a whole.");
+  m.def("emulated_capturing", [] { return emulated_capturing(); },
+        "True while this thread is inside an emulated capture (its 'stream is capturing').");
   m.def("after_fork_in_child", [] {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();

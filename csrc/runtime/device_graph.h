@@ -43,14 +43,28 @@ class DeviceGraphFactory {
   virtual std::string name() const = 0;
 };
 
+/// True on a thread between an emulated graph's capture_begin and its capture_end/abort: the
+/// emulated "current stream is capturing", so the rules that depend on it (design 2.4.6, a
+/// failed capture never leaves the stream capturing) are testable on the CPU.
+inline bool& emulated_capturing() {
+  static thread_local bool capturing = false;
+  return capturing;
+}
+
 /// The CPU stand-in: no recording, same static-buffer semantics. Replay re-runs the work into
 /// the static outputs, so every rule about buffers, copies and outputs can be tested without a
 /// device. Never chosen automatically (design 2.1).
 class EmulatedGraph final : public DeviceGraph {
  public:
-  void capture_begin(std::function<void()> rerun) override { rerun_ = std::move(rerun); }
-  void capture_end() override {}
-  void capture_abort() noexcept override { rerun_ = nullptr; }
+  void capture_begin(std::function<void()> rerun) override {
+    rerun_ = std::move(rerun);
+    emulated_capturing() = true;
+  }
+  void capture_end() override { emulated_capturing() = false; }
+  void capture_abort() noexcept override {
+    rerun_ = nullptr;
+    emulated_capturing() = false;
+  }
   void replay() override { rerun_(); }
   void reset() override { rerun_ = nullptr; }
   bool runs_during_capture() const override { return true; }
@@ -64,7 +78,7 @@ class EmulatedGraphFactory final : public DeviceGraphFactory {
   std::unique_ptr<DeviceGraph> create(c10::Device) override {
     return std::make_unique<EmulatedGraph>();
   }
-  bool is_capturing(c10::Device) override { return false; }
+  bool is_capturing(c10::Device) override { return emulated_capturing(); }
   std::string name() const override { return "emulated"; }
 };
 

@@ -40,6 +40,8 @@ class RngStateGuard final {
   at::Tensor state_;
 };
 
+}  // namespace
+
 c10::Device device_of(const std::vector<c10::IValue>& inputs) {
   for (const auto& v : inputs) {
     if (v.isTensor() && !v.toTensor().is_cpu()) return v.toTensor().device();
@@ -47,13 +49,14 @@ c10::Device device_of(const std::vector<c10::IValue>& inputs) {
   return c10::kCPU;
 }
 
-}  // namespace
-
 std::string Entry::refusal_reason(const std::vector<c10::IValue>& inputs, bool has_aliasing) {
   if (has_aliasing) return "aliased_inputs";
   const c10::Device device = device_of(inputs);
   const bool grad = at::GradMode::is_enabled();
   for (const auto& v : inputs) {
+    // A graph advances only the generators it registered at capture; an explicit one would
+    // hand every replay the same numbers.
+    if (v.isGenerator()) return "explicit_generator";
     if (!v.isTensor()) continue;
     const auto& t = v.toTensor();
     // A CPU tensor beside device tensors would be read on the host at capture and baked in.
@@ -92,6 +95,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
       const auto& t = v.toTensor();
       e->dynamic_positions_.push_back(i);
       e->static_inputs_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
+      const auto& known = options.mutated_inputs;
+      if (std::find(known.begin(), known.end(), i) != known.end()) e->mutated_.push_back(i);
     }
   }
 

@@ -26,6 +26,9 @@ namespace graphdispatch {
 // mutation of a dynamic input reaches the caller only through the copy-back after replay:
 // exactly once per call, as in eager.
 
+/// The device a call runs on: the first non-CPU tensor input's, else the CPU.
+c10::Device device_of(const std::vector<c10::IValue>& inputs);
+
 /// One captured signature: static input buffers, a device graph, static outputs — or, for a
 /// negative entry, only the reason capture was refused or failed.
 ///
@@ -42,7 +45,7 @@ class Entry final {
   static std::shared_ptr<Entry> negative(std::string reason, std::string detail);
 
   /// Why a call with these inputs cannot be captured (mixed devices, aliasing, autograd,
-  /// overlapping memory), or "" when it can.
+  /// overlapping memory, an explicit generator), or "" when it can.
   static std::string refusal_reason(const std::vector<c10::IValue>& inputs, bool has_aliasing);
 
   Entry(const Entry&) = delete;

@@ -7,16 +7,6 @@
 #include <utility>
 
 namespace graphdispatch {
-namespace {
-
-c10::Device device_of(const std::vector<c10::IValue>& inputs) {
-  for (const auto& v : inputs) {
-    if (v.isTensor() && !v.toTensor().is_cpu()) return v.toTensor().device();
-  }
-  return c10::kCPU;
-}
-
-}  // namespace
 
 GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
                          std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options)

@@ -31,6 +31,10 @@ struct RunnerOptions final {
   /// Entries per runner; 0 = unbounded.
   std::size_t max_entries = 0;
   Eviction eviction = Eviction::kFifo;
+  /// Input positions the callable writes to, known from its ops' schemas (the Python layer
+  /// reads them off the graph). Version counters alone miss ops that write without bumping
+  /// them (batch_norm's running stats); each listed dynamic input is copied back after replay.
+  std::vector<std::size_t> mutated_inputs;
   LogSink log;
 };
 

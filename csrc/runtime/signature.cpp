@@ -13,7 +13,7 @@
 namespace graphdispatch {
 namespace {
 
-enum Tag : std::int64_t { kTensor = 1, kInt, kDouble, kBool, kNone, kModes, kAlias };
+enum Tag : std::int64_t { kTensor = 1, kInt, kDouble, kBool, kNone, kModes, kAlias, kGenerator };
 
 constexpr std::int64_t kAlignmentBytes = 16;
 
@@ -88,9 +88,14 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
       w.push_back(v.toBool());
     } else if (v.isNone()) {
       w.push_back(kNone);
+    } else if (v.isGenerator()) {
+      // Keyed by identity only so the refusal can be cached (Entry::refusal_reason).
+      w.push_back(kGenerator);
+      w.push_back(reinterpret_cast<std::intptr_t>(v.toGenerator().unsafeGetGeneratorImpl()));
     } else {
       TORCH_CHECK(false, "graphdispatch: input at position ", i,
-                  ": expected a tensor, int, float, bool or None, got ", v.tagKind());
+                  ": expected a tensor, int, float, bool, None or torch.Generator, got ",
+                  v.tagKind());
     }
   }
   append_modes(w, device_type);

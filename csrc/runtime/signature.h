@@ -14,7 +14,8 @@ namespace graphdispatch {
 // their inputs, is what it was at capture. The anchor (seed 000) keys on shapes alone; the key
 // here holds, per tensor input: device type and index, dtype, shape, strides, storage-offset
 // alignment (bytes mod 16, since vectorised kernels pick paths by alignment) and requires_grad;
-// per non-tensor input: its kind and exact value (int, float bits, bool, None); and the
+// per non-tensor input: its kind and exact value (int, float bits, bool, None; a generator
+// by identity, only so its refusal is cached); and the
 // thread-local modes that change kernels: grad mode, inference mode and autocast (enabled,
 // dtype) for the CPU and for the inputs' device type. Dynamic inputs that share storage add
 // which earlier input they alias, so an aliasing call never hits an entry captured without it.

@@ -17,7 +17,7 @@ from . import config
 if TYPE_CHECKING:
     from .backend import Backend
 
-__all__ = ["Backend", "config", "reset", "stats"]
+__all__ = ["Backend", "check_options", "config", "reset", "stats"]
 __version__ = "0.1.0"
 
 
@@ -29,13 +29,25 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'graphdispatch' has no attribute {name!r}")
 
 
+def check_options(options: Any = None, *, mode: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """Validates options as a compile would and returns the resolved set; imports nothing heavy.
+
+    ``graphdispatch.check_options({"max-entries": 4}, mode="reduce-overhead")`` raises the
+    TypeError/ValueError that ``torch.compile(..., backend="graphdispatch", options=...)``
+    would raise at its first call (wrapped there by Dynamo), naming the key and listing the
+    valid ones.
+    """
+    return config.check(options, mode=mode, **kwargs)
+
+
 def stats() -> dict[str, Any]:
     """Counters since start or the last ``reset()``.
 
     Keys: captures, replays, cache_hits, cache_misses, evictions, copies_skipped, bytes_copied
     (bytes of dynamic inputs copied into entry buffers), recaptures (a parameter moved),
     fallbacks ({reason: calls served by the non-graph path}: aliased_inputs, mixed_devices,
-    requires_grad, overlapping_input, capture_failed), routes ({route: graphs compiled}).
+    requires_grad, overlapping_input, capture_failed, explicit_generator, data_dependent),
+    routes ({route: graphs compiled}).
     """
     from . import _C
     from .backend import route_counts

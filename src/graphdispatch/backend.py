@@ -25,6 +25,7 @@ that cannot be captured is served by the non-graph path and counted by reason.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import weakref
 from typing import Any, Callable, Sequence
@@ -32,7 +33,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import config
-from ._once import RunOnce, at_fork_in_child
+from ._once import RunOnce, Setup, at_fork_in_child
 from .device_graphs import HOLD_OFF, choose_kind, make_factory
 
 log = logging.getLogger("graphdispatch")
@@ -81,6 +82,76 @@ def is_static_input(node: torch.fx.Node, value: Any) -> bool:
                for check in ("is_specialized_nn_module", "is_unspecialized_nn_module"))
 
 
+def graph_refusal(gm: torch.fx.GraphModule) -> str | None:
+    """Why no signature of ``gm`` can be captured, or None.
+
+    "data_dependent": a value the host reads mid-graph (``.item()``, ``nonzero``, boolean-mask
+    indexing: unbacked symbols in Dynamo's metadata) — a replay would reuse the capture's value
+    or the capture would fail on the sync. "explicit_generator": a graph advances only the
+    generators registered at capture, so an explicit one would repeat its numbers.
+    """
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    from torch.utils import _pytree as pytree
+
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value", node.meta.get("val"))
+        if any(isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
+               and free_unbacked_symbols(leaf) for leaf in pytree.tree_leaves(value)):
+            return "data_dependent"
+        # A generator appears as an argument, or as an attribute of the module (FX tracing).
+        attribute = getattr(gm, node.target, None) if node.op == "get_attr" else None
+        if isinstance(attribute, torch.Generator) or any(
+                isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((node.args, node.kwargs))):
+            return "explicit_generator"
+    return None
+
+
+_UNMARKED_RUNNING_STATS = ("aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm")
+
+
+def mutated_inputs(gm: torch.fx.GraphModule) -> list[int] | None:
+    """Positions of the inputs ``gm`` writes to, or None when that cannot be worked out.
+
+    Read from the schemas (``Tensor(a!)``) of the ops a run on fake copies dispatches, not
+    from version counters, which some in-place kernels (batch_norm's running stats) never bump.
+    """
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.utils import _pytree as pytree
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
+    # The mode Dynamo traced with (the tracing context may already hold another one).
+    mode = next((f.fake_mode for f in fakes if isinstance(f, FakeTensor)), None)
+    if mode is None:
+        return None
+    written: set[int] = set()
+
+    class RecordWrites(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            for k, arg in enumerate(func._schema.arguments):
+                value = args[k] if k < len(args) else kwargs.get(arg.name)
+                writes = arg.alias_info is not None and arg.alias_info.is_write
+                # These schemas do not mark the running stats they update in training (arg 5).
+                writes = writes or (func._schema.name in _UNMARKED_RUNNING_STATS and k in (3, 4)
+                                    and len(args) > 5 and bool(args[5]))
+                if writes:
+                    written.update(t.untyped_storage()._cdata for t in pytree.tree_leaves(value)
+                                   if isinstance(t, torch.Tensor))
+            return func(*args, **kwargs)
+
+    try:
+        with mode:
+            copies = [f.clone() if isinstance(f, torch.Tensor) else f for f in fakes]
+            with RecordWrites():
+                gm.forward(*copies)
+    except Exception as error:  # an op fake tensors cannot run: the caller assumes the worst
+        log.info("could not work out which inputs the graph mutates: %s", error)
+        return None
+    return [i for i, c in enumerate(copies)
+            if isinstance(c, torch.Tensor) and c.untyped_storage()._cdata in written]
+
+
 def _flat_output(gm: torch.fx.GraphModule) -> bool:
     """True when the graph returns a tuple/list of leaves, the runner's contract."""
     (output,) = gm.graph.find_nodes(op="output")
@@ -95,7 +166,19 @@ def _setup_inductor() -> None:
     import torch._inductor.compile_fx  # noqa: F401  (the import is the setup: it is slow)
 
 
+def _load_extension() -> None:
+    from . import _C  # noqa: F401  (the C++ runtime; only the graph routes need it)
+
+
 SETUP_INDUCTOR = RunOnce("inductor", _setup_inductor)
+LOAD_EXTENSION = RunOnce("extension", _load_extension)
+# What each route needs before its first graph, run once in order (design 2.9; Note in
+# _once.py). Inductor's setup never runs on the graph_only route; Dynamo needs none from us.
+ROUTE_SETUP: dict[str, Setup] = {
+    ROUTE_GRAPH_ONLY: Setup(ROUTE_GRAPH_ONLY, LOAD_EXTENSION),
+    ROUTE_GRAPH_WITH_COMPILE: Setup(ROUTE_GRAPH_WITH_COMPILE, LOAD_EXTENSION, SETUP_INDUCTOR),
+    ROUTE_DEFAULT: Setup(ROUTE_DEFAULT, SETUP_INDUCTOR),
+}
 _FACTORIES: dict[str, Any] = {}
 _FACTORIES_LOCK = threading.Lock()
 
@@ -138,13 +221,16 @@ def _after_fork_in_child() -> None:
     # No lock is taken: a parent thread may have held any of them at fork.
     _FACTORIES_LOCK = threading.Lock()
     _ROUTES_LOCK = threading.Lock()
+    _ROUTES.clear()  # counted with stats(), which the child starts from zero
     _FACTORIES.clear()  # the parent's pools and streams are not ours to use
     HOLD_OFF.reset_after_fork()
     for runner in list(_RUNNERS):
         runner.reset_after_fork()
-    from . import _C
-
-    _C.after_fork_in_child()
+    # No import here (it could wait on an import lock a parent thread held): if the extension
+    # is not loaded, it has no state to reset.
+    _C = sys.modules.get(f"{__package__}._C")
+    if _C is not None:
+        _C.after_fork_in_child()
 
 
 at_fork_in_child(_after_fork_in_child)
@@ -159,11 +245,15 @@ def _inductor(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, cudagr
     return compile_fx(gm, list(example_inputs), config_patches={"triton.cudagraphs": cudagraphs})
 
 
-def _unboxed(fn: Callable) -> Callable:
-    """``fn`` callable as ``fn(*args)``: Inductor may return a boxed function (takes a list)."""
-    if getattr(fn, "_boxed_call", False):
-        return lambda *args: fn(list(args))
-    return fn
+def _refused(fn: Callable, reason: str) -> Callable:
+    """``fn`` for a graph refused as a whole: every call runs it and is counted as a fallback."""
+    from . import _C
+
+    def call(*args: Any) -> Any:
+        _C.count_fallback(reason)
+        return fn(*args)
+
+    return call
 
 
 def _with_flat_output(fn: Callable, gm: torch.fx.GraphModule) -> tuple[Callable, Callable | None]:
@@ -187,18 +277,31 @@ def build_runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], route:
     """The compiled function of a graph route: a C++ GraphRunner over gm or Inductor's output."""
     from . import _C
 
+    # compile_fx's result is called as fn(*args), as Dynamo calls it; the `_boxed_call` it
+    # carries is copied from the inner function and does not describe it.
     if route == ROUTE_GRAPH_WITH_COMPILE:
-        fn = _unboxed(_inductor(gm, example_inputs, cudagraphs=False))
+        fn = _inductor(gm, example_inputs, cudagraphs=False)
     else:
         fn = gm.forward
+    refusal = graph_refusal(gm)
+    if refusal is not None:
+        log.warning("graphdispatch: graph not captured (%s); every call runs without a graph", refusal)
+        return _refused(fn, refusal)
     fn, unflatten = _with_flat_output(fn, gm)
     placeholders = gm.graph.find_nodes(op="placeholder")
     is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
+    # A parameter or buffer the graph writes (running stats) is treated as dynamic: warmup and
+    # capture then write the entry's copy, and each call writes the caller's tensor once.
+    mutated = mutated_inputs(gm)
+    if mutated is None:
+        mutated = []
+        is_static = [s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)]
+    is_static = [s and i not in mutated for i, s in enumerate(is_static)]
     runner = _C.GraphRunner(
         fn, is_static, graph_factory(kind),
         safe_output_mode=options["safe_output_mode"], warmup_iters=options["warmup_iters"],
         copy_stream=options["copy_stream"], max_entries=options["max_entries"],
-        eviction=options["eviction"], log=log.warning)
+        eviction=options["eviction"], log=log.warning, mutated_inputs=mutated)
     _RUNNERS.add(runner)
     if not options["lazy_capture"]:
         try:
@@ -229,10 +332,15 @@ class Backend:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
         if kwargs:  # torch.compile(..., mode=..., options=...) on an instance
+            unexpected = sorted(set(kwargs) - {"mode", "options"})
+            if unexpected:
+                raise TypeError(f"graphdispatch backend: unexpected arguments {unexpected}; "
+                                "valid: mode, options")
             return Backend(kwargs.get("mode"), {**self.options, **config.normalize(kwargs.get("options"))})(
                 gm, example_inputs)
         options = config.resolve(self.options)
         route, kind, reason = choose_route(options, example_inputs)
+        ROUTE_SETUP[route]()
         log.info("graphdispatch route %s (%s) for a graph of %d nodes", route, reason, len(gm.graph.nodes))
         _count_route(route)
         if route == ROUTE_DEFAULT:

@@ -13,6 +13,7 @@ This module imports nothing from torch.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -84,8 +85,11 @@ def canonical_key(key: object) -> str:
     name = key.replace("-", "_")
     name = ALIASES.get(name, name)
     if name not in _TYPES:
+        close = difflib.get_close_matches(name, valid_keys(), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
-            f"graphdispatch: unknown option {key!r}; valid options: {', '.join(valid_keys())}"
+            f"graphdispatch: unknown option {key!r}{hint}; valid options: {', '.join(valid_keys())}"
+            " ('-' and '_' are interchangeable)"
         )
     return name
 
@@ -138,6 +142,19 @@ def options_for_mode(mode: Any) -> dict[str, Any]:
     return dict(MODES[mode])
 
 
+def check(options: Any = None, *, mode: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """The options a compile would use, validated now (``graphdispatch.check_options``).
+
+    Layers as ``Backend(mode, options, **kwargs)`` does: the mode's options, then ``options``,
+    then keyword arguments, over the module defaults. Raises the same TypeError/ValueError a
+    compile would, without importing torch or running any setup, so a service can reject bad
+    configuration at start-up rather than inside Dynamo (which wraps backend errors in
+    ``BackendCompilerFailed``).
+    """
+    return resolve(options_for_mode(mode), normalize(options),
+                   normalize(kwargs, source="keyword arguments"))
+
+
 def defaults() -> dict[str, Any]:
     """The current module-level value of every option."""
     return {name: globals()[name] for name in _TYPES}
@@ -172,8 +189,11 @@ def _read_environment() -> None:
     for var, text in os.environ.items():
         if not var.startswith(ENV_PREFIX):
             continue
-        name = canonical_key(var[len(ENV_PREFIX):].lower())
-        globals()[name] = check_value(name, _parse_env(name, text))
+        try:
+            name = canonical_key(var[len(ENV_PREFIX):].lower())
+            globals()[name] = check_value(name, _parse_env(name, text))
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"environment variable {var}={text!r}: {error}") from None
 
 
 @contextlib.contextmanager

@@ -1,0 +1,43 @@
+"""Helpers for the field cases (../../shared/cases/graph-cases.md): routes, compiling with
+graphdispatch, a direct emulated runner, counters."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+import torch
+import torch._dynamo
+
+import graphdispatch
+
+GRAPH_ONLY = {"graph_only": True, "device_graph": "emulated"}
+GRAPH_WITH_COMPILE = {"graph_with_compile": True, "device_graph": "emulated"}
+
+# Inductor costs 20-60 s a graph on a small CPU: only a few cases take that route.
+ROUTES = [
+    pytest.param(GRAPH_ONLY, id="graph_only"),
+    pytest.param(GRAPH_WITH_COMPILE, id="graph_with_compile", marks=pytest.mark.inductor),
+]
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def compiled(fn: Callable, options: dict[str, Any] = GRAPH_ONLY, **extra: Any) -> Callable:
+    return torch.compile(fn, backend="graphdispatch", options={**options, **extra})
+
+
+def runner(fn: Callable, is_static: list[bool], kind: str = "emulated", **kwargs: Any) -> Any:
+    """A GraphRunner over ``fn`` (positional tensors in, a tuple out), without Dynamo."""
+    from graphdispatch import _C
+    from graphdispatch.device_graphs import make_factory
+
+    return _C.GraphRunner(fn, is_static, make_factory(kind), **kwargs)
+
+
+def stats() -> dict[str, Any]:
+    return graphdispatch.stats()
+
+
+def fallbacks(reason: str) -> int:
+    return graphdispatch.stats()["fallbacks"].get(reason, 0)

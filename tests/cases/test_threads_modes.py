@@ -1,0 +1,161 @@
+"""C14-C16: concurrent first calls, grad and inference modes, and a model that changes after
+capture."""
+
+import threading
+
+import pytest
+import torch
+
+from cases_helpers import compiled, fallbacks, runner, stats
+
+# ---- C14: concurrent first calls ----------------------------------------------------------------
+
+THREADS = 32
+
+
+def _race(call):
+    barrier = threading.Barrier(THREADS)
+    inputs = [torch.randn(16, 16) for _ in range(THREADS)]
+    results, errors = [None] * THREADS, []
+
+    def work(k):
+        try:
+            barrier.wait()
+            results[k] = call(inputs[k])
+        except BaseException as error:  # reported below, with the thread's input
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for x, y in zip(inputs, results):
+        torch.testing.assert_close(y, torch.tanh(x @ x))
+
+
+def test_c14_concurrent_first_calls_through_dynamo():
+    _race(compiled(lambda x: torch.tanh(x @ x)))
+    # Dynamo itself may compile the frame again in racing threads; each graph it hands us is
+    # captured once, for the one key.
+    assert stats()["captures"] == stats()["routes"]["graph_only"]
+    assert stats()["fallbacks"] == {}
+
+
+def test_c14_concurrent_first_calls_in_the_runner():
+    r = runner(lambda x: (torch.tanh(x @ x),), [False])
+    _race(lambda x: r(x)[0])
+    assert stats()["captures"] == 1 and stats()["replays"] == THREADS
+
+
+# ---- C15: grad mode, inference mode, requires_grad -------------------------------------------------
+
+
+def _check(got, expected):
+    torch.testing.assert_close(got, expected)
+    assert got.requires_grad == expected.requires_grad
+    assert got.is_inference() == expected.is_inference()
+
+
+def test_c15_no_grad_with_an_input_that_requires_grad():
+    lin = torch.nn.Linear(8, 8)
+    G = compiled(lin)
+    x = torch.randn(4, 8, requires_grad=True)
+    with torch.no_grad():
+        _check(G(x), lin(x))
+        _check(G(x), lin(x))
+
+
+def test_c15_inference_mode():
+    lin = torch.nn.Linear(8, 8)
+    G = compiled(lin)
+    with torch.inference_mode():
+        x = torch.randn(4, 8)
+        _check(G(x), lin(x))
+        _check(G(x), lin(x))
+
+
+def test_c15_no_grad_then_enable_grad_never_shares_a_graph():
+    lin = torch.nn.Linear(8, 8)
+    G = compiled(lin)
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        _check(G(x), lin(x))
+    with torch.enable_grad():
+        out = G(x)
+        _check(out, lin(x))
+        out.sum().backward()  # autograd history is there, as in eager
+    assert lin.weight.grad is not None
+    assert fallbacks("requires_grad") >= 1
+    with torch.no_grad():
+        _check(G(x), lin(x))
+
+
+def test_c15_runner_keys_grad_and_inference_modes():
+    r = runner(lambda x: (x * 2,), [False])
+    x = torch.randn(4)
+    with torch.no_grad():
+        r(x)
+    r(x)
+    with torch.inference_mode():
+        out = r(x)[0]
+    assert out.is_inference()
+    assert r.num_entries == 3
+
+
+def test_c15_parameter_free_fn_under_grad_mode():
+    G = compiled(lambda a, b: a * b + 1)
+    a, b = torch.randn(8), torch.randn(8)
+    for _ in range(2):
+        _check(G(a, b), a * b + 1)
+    assert stats()["captures"] == 1 and stats()["fallbacks"] == {}
+
+
+# ---- C16: the model changes after capture -----------------------------------------------------------
+
+
+def test_c16_outputs_follow_the_current_parameters_dtype_and_autocast():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 16)
+    G = compiled(lin)
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(G(x), lin(x))
+        lin.weight = torch.nn.Parameter(torch.randn(16, 16))
+        torch.testing.assert_close(G(x), lin(x))
+        lin.load_state_dict({"weight": torch.randn(16, 16), "bias": torch.randn(16)}, assign=True)
+        torch.testing.assert_close(G(x), lin(x))
+
+        lin.half()
+        xh = x.half()
+        torch.testing.assert_close(G(xh), lin(xh))
+        lin.float()
+        torch.testing.assert_close(G(x), lin(x))
+        lin.half()
+        out = G(xh)
+        assert out.dtype == torch.float16
+        torch.testing.assert_close(out, lin(xh))
+
+        lin.float()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            inside = G(x)
+            expected = lin(x)
+        assert inside.dtype == expected.dtype == torch.bfloat16
+        torch.testing.assert_close(inside, expected)
+        outside = G(x)
+        assert outside.dtype == torch.float32
+        torch.testing.assert_close(outside, lin(x))
+
+
+def test_c16_runner_keys_autocast_state():
+    r = runner(lambda x, w: (x @ w,), [False, True])
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    assert r(x, w)[0].dtype == torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = r(x, w)[0]
+        expected = x @ w
+    assert got.dtype == expected.dtype == torch.bfloat16
+    torch.testing.assert_close(got, expected)
+    assert r(x, w)[0].dtype == torch.float32
+    assert r.num_entries == 2
