@@ -103,6 +103,13 @@ class _CaptureHoldOff:
                     gc.enable()
 
     def reset_after_fork(self) -> None:
+        # A capture a parent thread was running at fork does not exist in the child: undo its
+        # hold-off without the lock (a parent thread may have held it).
+        if self._depth:
+            for module, name, value in reversed(self._saved):
+                setattr(module, name, value)
+            if self._gc_was_enabled:
+                gc.enable()
         self.__init__()
 
 

@@ -1,0 +1,78 @@
+"""Helpers for the plugin-integration tests (design 2.8, 2.9; cases C17–C20) run their checks in fresh
+subprocesses: what an import loads, what a fork inherits and what a first compile sets up
+can only be seen in a process that has not done them yet. Each script prints one JSON object
+on its last line, and tests assert on that (module sets, counters), not on exceptions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# Every child wait in these scripts has its own timeout; this one only stops a runaway script.
+SCRIPT_TIMEOUT_S = 120
+
+HEAVY = ("torch._dynamo", "torch._inductor", "sympy")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without GRAPHDISPATCH_* settings (a developer's shell must not leak in)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHDISPATCH_")}
+    env.update(extra)
+    return env
+
+
+def run_script(code: str, *, env: dict[str, str] | None = None, check: bool = True) -> dict:
+    """Runs ``code`` in a fresh ``sys.executable`` and returns the JSON of its last stdout line."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=SCRIPT_TIMEOUT_S, env=env or clean_env())
+    if check and proc.returncode != 0:
+        pytest.fail(f"script exited {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        pytest.fail(f"script printed nothing (rc={proc.returncode})\n--- stderr\n{proc.stderr}")
+    result = json.loads(lines[-1])
+    result["_returncode"] = proc.returncode
+    return result
+
+
+# Pasted at the top of fork scripts: runs ``fn`` in a forked child and returns its JSON result,
+# or {"ok": False, "error": "timeout"} after ``timeout`` seconds (the child is then killed).
+FORK_HELPER = '''
+import json, os, select, signal, time
+
+def in_child(fn, timeout=10.0):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = {"ok": True, "value": fn()}
+        except BaseException as error:
+            out = {"ok": False, "error": repr(error)}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + timeout
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        ready = select.select([r], [], [], max(left, 0))[0] if left > 0 else []
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(r)
+            return {"ok": False, "error": "timeout: the child hung"}
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data) if data else {"ok": False, "error": "the child died without a result"}
+'''
+
