@@ -35,6 +35,7 @@ import torch
 from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
 from .device_graphs import HOLD_OFF, choose_kind, make_factory
+from .graph_analysis import flat_output, graph_refusal, is_static_input, mutated_inputs
 
 log = logging.getLogger("graphdispatch")
 
@@ -43,7 +44,7 @@ ROUTE_GRAPH_ONLY = "graph_only"
 ROUTE_DEFAULT = "default"
 
 
-# ---- checks that return a reason -------------------------------------------------------------
+# ---- the route ------------------------------------------------------------------------------
 
 def inputs_device(example_inputs: Sequence[Any]) -> torch.device:
     """The device the graph runs on: the first non-CPU tensor's, else the CPU."""
@@ -65,99 +66,6 @@ def choose_route(options: dict[str, Any], example_inputs: Sequence[Any]) -> tupl
     if kind is None:
         return ROUTE_DEFAULT, None, f"{wanted} requested but {reason}"
     return wanted, kind, reason
-
-
-def is_static_input(node: torch.fx.Node, value: Any) -> bool:
-    """True for parameters and buffers Dynamo lifted (Note [Static inputs])."""
-    if not isinstance(value, torch.Tensor):
-        return False
-    if isinstance(value, torch.nn.Parameter) or getattr(value, "_dynamo_static_input_type", None):
-        return True
-    grapharg = node.meta.get("grapharg")
-    source = getattr(grapharg, "source", None)
-    guard_source = getattr(source, "guard_source", None)
-    if callable(guard_source):  # a method in some PyTorch versions, a property in others
-        guard_source = guard_source()
-    return any(getattr(guard_source, check, lambda: False)()
-               for check in ("is_specialized_nn_module", "is_unspecialized_nn_module"))
-
-
-def graph_refusal(gm: torch.fx.GraphModule) -> str | None:
-    """Why no signature of ``gm`` can be captured, or None.
-
-    "data_dependent": a value the host reads mid-graph (``.item()``, ``nonzero``, boolean-mask
-    indexing: unbacked symbols in Dynamo's metadata) — a replay would reuse the capture's value
-    or the capture would fail on the sync. "explicit_generator": a graph advances only the
-    generators registered at capture, so an explicit one would repeat its numbers.
-    """
-    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-    from torch.utils import _pytree as pytree
-
-    for node in gm.graph.nodes:
-        value = node.meta.get("example_value", node.meta.get("val"))
-        if any(isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
-               and free_unbacked_symbols(leaf) for leaf in pytree.tree_leaves(value)):
-            return "data_dependent"
-        # A generator appears as an argument, or as an attribute of the module (FX tracing).
-        attribute = getattr(gm, node.target, None) if node.op == "get_attr" else None
-        if isinstance(attribute, torch.Generator) or any(
-                isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((node.args, node.kwargs))):
-            return "explicit_generator"
-    return None
-
-
-_UNMARKED_RUNNING_STATS = ("aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm")
-
-
-def mutated_inputs(gm: torch.fx.GraphModule) -> list[int] | None:
-    """Positions of the inputs ``gm`` writes to, or None when that cannot be worked out.
-
-    Read from the schemas (``Tensor(a!)``) of the ops a run on fake copies dispatches, not
-    from version counters, which some in-place kernels (batch_norm's running stats) never bump.
-    """
-    from torch._subclasses.fake_tensor import FakeTensor
-    from torch.utils import _pytree as pytree
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
-    # The mode Dynamo traced with (the tracing context may already hold another one).
-    mode = next((f.fake_mode for f in fakes if isinstance(f, FakeTensor)), None)
-    if mode is None:
-        return None
-    written: set[int] = set()
-
-    class RecordWrites(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            for k, arg in enumerate(func._schema.arguments):
-                value = args[k] if k < len(args) else kwargs.get(arg.name)
-                writes = arg.alias_info is not None and arg.alias_info.is_write
-                # These schemas do not mark the running stats they update in training (arg 5).
-                writes = writes or (func._schema.name in _UNMARKED_RUNNING_STATS and k in (3, 4)
-                                    and len(args) > 5 and bool(args[5]))
-                if writes:
-                    written.update(t.untyped_storage()._cdata for t in pytree.tree_leaves(value)
-                                   if isinstance(t, torch.Tensor))
-            return func(*args, **kwargs)
-
-    try:
-        with mode:
-            copies = [f.clone() if isinstance(f, torch.Tensor) else f for f in fakes]
-            with RecordWrites():
-                gm.forward(*copies)
-    except Exception as error:  # an op fake tensors cannot run: the caller assumes the worst
-        log.info("could not work out which inputs the graph mutates: %s", error)
-        return None
-    return [i for i, c in enumerate(copies)
-            if isinstance(c, torch.Tensor) and c.untyped_storage()._cdata in written]
-
-
-def _flat_output(gm: torch.fx.GraphModule) -> bool:
-    """True when the graph returns a tuple/list of leaves, the runner's contract."""
-    (output,) = gm.graph.find_nodes(op="output")
-    result = output.args[0]
-    return isinstance(result, (tuple, list)) and not any(
-        isinstance(item, (tuple, list, dict)) for item in result)
 
 
 # ---- setup, done once and lazily -------------------------------------------------------------
@@ -258,7 +166,7 @@ def _refused(fn: Callable, reason: str) -> Callable:
 
 def _with_flat_output(fn: Callable, gm: torch.fx.GraphModule) -> tuple[Callable, Callable | None]:
     """(callable returning a flat tuple, function restoring the graph's structure or None)."""
-    if _flat_output(gm):
+    if flat_output(gm):
         return fn, None
     from torch.utils import _pytree as pytree
 

@@ -1,0 +1,107 @@
+"""What the backend reads off an FX graph before capturing it: which inputs are static, which
+the graph writes, whether its output is flat, and whether it can be captured at all.
+
+Every function here inspects Dynamo's graph and metadata; none runs the model on real data.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+
+log = logging.getLogger("graphdispatch")
+
+
+def is_static_input(node: torch.fx.Node, value: Any) -> bool:
+    """True for parameters and buffers Dynamo lifted (Note [Static inputs])."""
+    if not isinstance(value, torch.Tensor):
+        return False
+    if isinstance(value, torch.nn.Parameter) or getattr(value, "_dynamo_static_input_type", None):
+        return True
+    grapharg = node.meta.get("grapharg")
+    source = getattr(grapharg, "source", None)
+    guard_source = getattr(source, "guard_source", None)
+    if callable(guard_source):  # a method in some PyTorch versions, a property in others
+        guard_source = guard_source()
+    return any(getattr(guard_source, check, lambda: False)()
+               for check in ("is_specialized_nn_module", "is_unspecialized_nn_module"))
+
+
+def graph_refusal(gm: torch.fx.GraphModule) -> str | None:
+    """Why no signature of ``gm`` can be captured, or None.
+
+    "data_dependent": a value the host reads mid-graph (``.item()``, ``nonzero``, boolean-mask
+    indexing: unbacked symbols in Dynamo's metadata) — a replay would reuse the capture's value
+    or the capture would fail on the sync. "explicit_generator": a graph advances only the
+    generators registered at capture, so an explicit one would repeat its numbers.
+    """
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    from torch.utils import _pytree as pytree
+
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value", node.meta.get("val"))
+        if any(isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
+               and free_unbacked_symbols(leaf) for leaf in pytree.tree_leaves(value)):
+            return "data_dependent"
+        # A generator appears as an argument, or as an attribute of the module (FX tracing).
+        attribute = getattr(gm, node.target, None) if node.op == "get_attr" else None
+        if isinstance(attribute, torch.Generator) or any(
+                isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((node.args, node.kwargs))):
+            return "explicit_generator"
+    return None
+
+
+_UNMARKED_RUNNING_STATS = ("aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm")
+
+
+def mutated_inputs(gm: torch.fx.GraphModule) -> list[int] | None:
+    """Positions of the inputs ``gm`` writes to, or None when that cannot be worked out.
+
+    Read from the schemas (``Tensor(a!)``) of the ops a run on fake copies dispatches, not
+    from version counters, which some in-place kernels (batch_norm's running stats) never bump.
+    """
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.utils import _pytree as pytree
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
+    # The mode Dynamo traced with (the tracing context may already hold another one).
+    mode = next((f.fake_mode for f in fakes if isinstance(f, FakeTensor)), None)
+    if mode is None:
+        return None
+    written: set[int] = set()
+
+    class RecordWrites(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            for k, arg in enumerate(func._schema.arguments):
+                value = args[k] if k < len(args) else kwargs.get(arg.name)
+                writes = arg.alias_info is not None and arg.alias_info.is_write
+                # These schemas do not mark the running stats they update in training (arg 5).
+                writes = writes or (func._schema.name in _UNMARKED_RUNNING_STATS and k in (3, 4)
+                                    and len(args) > 5 and bool(args[5]))
+                if writes:
+                    written.update(t.untyped_storage()._cdata for t in pytree.tree_leaves(value)
+                                   if isinstance(t, torch.Tensor))
+            return func(*args, **kwargs)
+
+    try:
+        with mode:
+            copies = [f.clone() if isinstance(f, torch.Tensor) else f for f in fakes]
+            with RecordWrites():
+                gm.forward(*copies)
+    except Exception as error:  # an op fake tensors cannot run: the caller assumes the worst
+        log.info("could not work out which inputs the graph mutates: %s", error)
+        return None
+    return [i for i, c in enumerate(copies)
+            if isinstance(c, torch.Tensor) and c.untyped_storage()._cdata in written]
+
+
+def flat_output(gm: torch.fx.GraphModule) -> bool:
+    """True when the graph returns a tuple/list of leaves, the runner's contract."""
+    (output,) = gm.graph.find_nodes(op="output")
+    result = output.args[0]
+    return isinstance(result, (tuple, list)) and not any(
+        isinstance(item, (tuple, list, dict)) for item in result)
