@@ -6,7 +6,9 @@ namespace {
 /// One framework graph behind its Python adapter. Every call takes the GIL.
 class PyDeviceGraph final : public DeviceGraph {
  public:
-  explicit PyDeviceGraph(py::object adapter) : adapter_(std::make_shared<GilHeld>(std::move(adapter))) {}
+  explicit PyDeviceGraph(py::object adapter)
+      : replay_(std::make_shared<GilHeld>(adapter.attr("replay"))),
+        adapter_(std::make_shared<GilHeld>(std::move(adapter))) {}
   void capture_begin(std::function<void()>) override { call("capture_begin"); }
   void capture_end() override { call("capture_end"); }
   void capture_abort() noexcept override {
@@ -17,7 +19,10 @@ class PyDeviceGraph final : public DeviceGraph {
       e.discard_as_unraisable("graphdispatch: ending a failed capture");
     }
   }
-  void replay() override { call("replay"); }
+  void replay() override {
+    py::gil_scoped_acquire gil;
+    replay_->get()();  // bound once: replay is the hot path
+  }
   void reset() override { call("reset"); }
   bool runs_during_capture() const override { return false; }
 
@@ -26,6 +31,7 @@ class PyDeviceGraph final : public DeviceGraph {
     py::gil_scoped_acquire gil;
     adapter_->get().attr(method)();
   }
+  std::shared_ptr<GilHeld> replay_;
   std::shared_ptr<GilHeld> adapter_;
 };
 

@@ -18,6 +18,35 @@ struct Registry {
 
 Registry* registry = new Registry();
 
+// True when `src` can be copied into `dst` as one block of bytes: both dense CPU tensors of
+// one layout (the cache key already guarantees dtype, shape and strides) with no lazy
+// conjugate/negative bit. Dense tensors with non-negative strides occupy exactly nbytes()
+// from data_ptr().
+bool is_plain_block_copy(const at::Tensor& dst, const at::Tensor& src) {
+  return dst.is_cpu() && src.is_cpu() && dst.layout() == at::kStrided &&
+         src.layout() == at::kStrided && dst.scalar_type() == src.scalar_type() &&
+         dst.sizes() == src.sizes() && dst.strides() == src.strides() &&
+         dst.is_non_overlapping_and_dense() && !dst.is_conj() && !src.is_conj() &&
+         !dst.is_neg() && !src.is_neg();
+}
+
+// The synchronous copy of a device without streams. `_foreach_copy_` on the CPU dispatches
+// one copy per tensor (about 0.7 µs each for small inputs); a memcpy of a plain block is
+// ~50x cheaper, and small inputs are what the per-call overhead is made of.
+void copy_synchronously(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src) {
+  std::vector<at::Tensor> rest_dst, rest_src;
+  for (std::size_t i = 0; i < dst.size(); ++i) {
+    if (!is_plain_block_copy(dst[i], src[i])) {
+      rest_dst.push_back(dst[i]);
+      rest_src.push_back(src[i]);
+      continue;
+    }
+    std::memcpy(dst[i].data_ptr(), src[i].const_data_ptr(), src[i].nbytes());
+    dst[i].unsafeGetTensorImpl()->bump_version();  // what copy_ does: readers see a write
+  }
+  if (!rest_dst.empty()) at::_foreach_copy_(rest_dst, rest_src, /*non_blocking=*/false);
+}
+
 }  // namespace
 
 CopyPipeline::CopyPipeline(c10::Device device) : device_(device) {
@@ -50,8 +79,12 @@ void CopyPipeline::order(c10::Stream signaler, c10::Stream waiter) {
 void CopyPipeline::copy(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src,
                         bool on_copy_stream) {
   if (dst.empty()) return;
-  if (!has_streams() || !on_copy_stream) {
-    at::_foreach_copy_(dst, src, /*non_blocking=*/has_streams());
+  if (!has_streams()) {
+    copy_synchronously(dst, src);
+    return;
+  }
+  if (!on_copy_stream) {
+    at::_foreach_copy_(dst, src, /*non_blocking=*/true);
     return;
   }
   c10::impl::VirtualGuardImpl impl(device_.type());
