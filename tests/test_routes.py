@@ -86,6 +86,8 @@ def test_invalid_option_raises_naming_key_and_valid_keys():
         graphdispatch.Backend(eviction="random")
     with pytest.raises(ValueError, match=r"'device_graph'"):
         graphdispatch.Backend(device_graph="tpu")
+    with pytest.raises(TypeError, match=r"mode must be a str or None, got dict"):
+        graphdispatch.Backend({"graph_only": True})
 
 
 def test_seed_aliases():

@@ -181,3 +181,81 @@ def test_user_error_reaches_user():
     r = runner(lambda x: (x @ x,), 1)
     with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied|size mismatch|must match"):
         r(torch.randn(2, 3))
+
+
+# ---- regressions found by review -------------------------------------------------------------
+
+def test_clear_while_another_thread_reads_does_not_deadlock():
+    # Destroying entries needs the GIL (their buffers have Python objects); clear() used to do
+    # that under the cache lock while a GIL-holding reader waited for the lock.
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import threading, torch
+        from graphdispatch import _C
+        from graphdispatch.device_graphs import make_factory
+        r = _C.GraphRunner(lambda x: (x + 1,), [False], make_factory("emulated"))
+        stop = threading.Event()
+        def read():
+            while not stop.is_set():
+                r.num_entries
+                r.static_inputs(torch.ones(1))
+        reader = threading.Thread(target=read)
+        reader.start()
+        for round in range(20):
+            for n in range(1, 16):
+                r(torch.ones(n))
+            r.clear()
+        stop.set()
+        reader.join()
+        print("done", r.num_entries)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["done", "0"]
+
+
+def test_inference_mode_captures_and_applies_mutations_once():
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    fn = compiled(f)
+    with torch.inference_mode():
+        x0 = torch.zeros(3)
+        for _ in range(3):
+            y = fn(x0)
+    assert torch.equal(x0, torch.full((3,), 3.0)) and torch.equal(y, torch.full((3,), 6.0))
+    stats = graphdispatch.stats()
+    assert stats["fallbacks"] == {}
+    assert stats["captures"] == 1 and stats["replays"] == 3 and stats["cache_misses"] == 1
+
+
+def test_output_view_of_input_keeps_eager_aliasing():
+    fn = compiled(lambda x: x[1:])
+    x, x_eager = torch.zeros(4), torch.zeros(4)
+    fn(x).add_(1)
+    x_eager[1:].add_(1)
+    assert torch.equal(x, x_eager)
+    assert graphdispatch.stats()["fallbacks"] == {"output_aliases_input": 1}
+
+
+def test_zero_size_inputs_are_not_aliased():
+    r = runner(lambda a, b: (a + 1, b + 1), 2)
+    r(torch.ones(0), torch.ones(0))
+    assert graphdispatch.stats()["fallbacks"] == {}
+    assert graphdispatch.stats()["captures"] == 1
+
+
+def test_runner_argument_errors_name_the_argument():
+    with pytest.raises(TypeError, match="fn: expected a callable, got <class 'NoneType'>"):
+        _C.GraphRunner(None, [False], make_factory("emulated"))
+    r = runner(lambda x, n: (x * n,), 2)
+    with pytest.raises(ValueError, match="input at position 1: expected an int within int64"):
+        r(torch.ones(3), 2**70)
+    with pytest.raises(TypeError, match="input at position 1: expected a tensor, int, float"):
+        r(torch.ones(3), "two")
+    with pytest.raises(RuntimeError, match="expected 2 inputs, got 1"):
+        r(torch.ones(3))

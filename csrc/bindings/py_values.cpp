@@ -13,7 +13,15 @@ c10::IValue to_ivalue(py::handle value, std::size_t position) {
   if (THPVariable_Check(obj)) return THPVariable_Unpack(obj);
   if (obj == Py_None) return c10::IValue();
   if (PyBool_Check(obj)) return c10::IValue(obj == Py_True);
-  if (PyLong_Check(obj)) return c10::IValue(static_cast<int64_t>(PyLong_AsLongLong(obj)));
+  if (PyLong_Check(obj)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow != 0) {
+      throw py::value_error("graphdispatch: input at position " + std::to_string(position) +
+                            ": expected an int within int64, got " + py::str(value).cast<std::string>());
+    }
+    return c10::IValue(static_cast<int64_t>(v));
+  }
   if (PyFloat_Check(obj)) return c10::IValue(PyFloat_AS_DOUBLE(obj));
   // Accepted so the runner can refuse it with a reason ("explicit_generator"), not a crash.
   if (THPGenerator_Check(obj)) return c10::IValue(reinterpret_cast<THPGenerator*>(obj)->cdata);
@@ -41,7 +49,7 @@ Callable wrap_callable(py::object fn) {
     py::object result = held->get()(*args);
     TORCH_CHECK_TYPE(py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result),
                      "graphdispatch: the captured callable must return a tuple or list, got ",
-                     std::string(py::str(result.get_type())));
+                     std::string(py::str(py::type::of(result))));
     std::vector<c10::IValue> outputs;
     outputs.reserve(py::len(result));
     std::size_t k = 0;

@@ -24,12 +24,22 @@ py::tuple to_tuple(const std::vector<c10::IValue>& values) {
   return out;
 }
 
+// Waits for the runner's lock without the GIL: a thread holding that lock may need the GIL
+// (destroying an entry resets its framework graph).
+std::shared_ptr<Entry> entry_for(const GraphRunner& runner, const py::args& args) {
+  auto inputs = to_ivalues(args);
+  py::gil_scoped_release release;
+  return runner.entry_for(inputs);
+}
+
 std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_static,
                                          std::shared_ptr<DeviceGraphFactory> graphs,
                                          bool safe_output_mode, int64_t warmup_iters,
                                          bool copy_stream, int64_t max_entries,
                                          const std::string& eviction, py::object log,
                                          std::vector<std::size_t> mutated_inputs) {
+  TORCH_CHECK_TYPE(PyCallable_Check(fn.ptr()), "fn: expected a callable, got ",
+                   std::string(py::str(py::type::of(fn))));
   TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
   RunnerOptions options;
   options.safe_output_mode = safe_output_mode;
@@ -78,7 +88,7 @@ void init_runner(py::module_& m) {
            })
       .def("static_inputs",
            [](const GraphRunner& self, const py::args& args) -> py::object {
-             auto entry = self.entry_for(to_ivalues(args));
+             auto entry = entry_for(self, args);
              if (!entry || entry->is_negative()) return py::none();
              return to_tuple(entry->static_inputs());
            },
@@ -86,12 +96,16 @@ void init_runner(py::module_& m) {
            "or None; passing them back skips the input copies.")
       .def("entry_reason",
            [](const GraphRunner& self, const py::args& args) -> py::object {
-             auto entry = self.entry_for(to_ivalues(args));
+             auto entry = entry_for(self, args);
              if (!entry || !entry->is_negative()) return py::none();
              return py::make_tuple(entry->reason(), entry->detail());
            },
            "(reason, detail) of the negative entry for these arguments, or None.")
-      .def_property_readonly("num_entries", &GraphRunner::num_entries)
+      .def_property_readonly("num_entries",
+                             [](const GraphRunner& self) {
+                               py::gil_scoped_release release;  // see entry_for
+                               return self.num_entries();
+                             })
       .def("clear", &GraphRunner::clear, py::call_guard<py::gil_scoped_release>())
       .def("reset_after_fork", &GraphRunner::reset_after_fork);
 

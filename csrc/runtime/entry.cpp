@@ -153,13 +153,17 @@ void Entry::fill_buffers(const std::vector<c10::IValue>& inputs) {
 }
 
 std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn) {
+  // Inference tensors have no version counter: for them only the schema-derived
+  // RunnerOptions::mutated_inputs (already in mutated_) tell which buffers the work writes.
+  constexpr std::int64_t kUntracked = -1;
+  auto version = [](const at::Tensor& t) { return t.is_inference() ? kUntracked : t._version(); };
   std::vector<std::int64_t> versions;
   versions.reserve(dynamic_positions_.size());
-  for (auto i : dynamic_positions_) versions.push_back(static_inputs_[i].toTensor()._version());
+  for (auto i : dynamic_positions_) versions.push_back(version(static_inputs_[i].toTensor()));
   auto outputs = fn(static_inputs_);
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    if (static_inputs_[i].toTensor()._version() != versions[k] &&
+    if (version(static_inputs_[i].toTensor()) != versions[k] &&
         std::find(mutated_.begin(), mutated_.end(), i) == mutated_.end()) {
       mutated_.push_back(i);
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace graphdispatch {
 
@@ -50,13 +51,14 @@ class EntryCache final {
     return it->second.value;
   }
 
-  /// Inserts (or replaces) `key`. Returns the value evicted to make room, if any.
+  /// Inserts `key`, or replaces its value. Returns the value that left the cache: the one
+  /// replaced, or the one evicted to make room; nullptr if none did.
   std::shared_ptr<Value> insert(const Key& key, std::shared_ptr<Value> value) {
     auto it = slots_.find(key);
     if (it != slots_.end()) {
-      it->second.value = std::move(value);
+      std::swap(it->second.value, value);
       it->second.last_use.store(++clock_, std::memory_order_relaxed);
-      return nullptr;
+      return value;
     }
     std::shared_ptr<Value> victim;
     if (max_entries_ != 0 && slots_.size() >= max_entries_) victim = evict_one();
@@ -82,9 +84,15 @@ class EntryCache final {
     return value;
   }
 
-  void clear() {
+  /// Empties the cache and hands its values to the caller, who destroys them (outside its
+  /// lock: destroying an entry may need the GIL).
+  std::vector<std::shared_ptr<Value>> take_all() {
+    std::vector<std::shared_ptr<Value>> values;
+    values.reserve(slots_.size());
+    for (auto& [key, slot] : slots_) values.push_back(std::move(slot.value));
     slots_.clear();
     order_.clear();
+    return values;
   }
 
   /// Calls fn(key, value) for each entry in insertion order.

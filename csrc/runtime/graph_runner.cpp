@@ -38,9 +38,14 @@ std::size_t GraphRunner::num_entries() const {
 }
 
 void GraphRunner::clear() {
-  std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
-  std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
-  state_->cache.clear();
+  std::vector<std::shared_ptr<Entry>> dropped;
+  {
+    std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
+    std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
+    dropped = state_->cache.take_all();
+  }
+  // `dropped` is destroyed here, outside the locks: resetting a framework graph takes the GIL,
+  // which a thread waiting for these locks may hold.
 }
 
 void GraphRunner::reset_after_fork() {
@@ -65,26 +70,29 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
       stats.captures.fetch_add(1, std::memory_order_relaxed);
       if (stale) stats.recaptures.fetch_add(1, std::memory_order_relaxed);
     } catch (const std::exception& e) {
-      entry = Entry::negative("capture_failed", e.what());
+      // c10 errors carry a C++ backtrace in what(); the reason needs only the message.
+      const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+      std::string message = c10_error ? c10_error->what_without_backtrace() : e.what();
       if (options_.log) {
         options_.log("capture failed, calls with this signature use the fallback path: " +
-                     std::string(e.what()).substr(0, 500));
+                     message.substr(0, 500));
       }
+      entry = Entry::negative("capture_failed", std::move(message));
     }
   }
-  std::shared_ptr<Entry> victim;
+  std::shared_ptr<Entry> displaced;  // the stale entry replaced, or one evicted
   {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
-    victim = state_->cache.insert(sig, entry);
+    displaced = state_->cache.insert(sig, entry);
   }
-  if (victim) {
+  if (displaced && !stale) {
     stats.evictions.fetch_add(1, std::memory_order_relaxed);
     if (!evicting_logged_.exchange(true) && options_.log) {
       options_.log("entry cache full (max_entries=" + std::to_string(options_.max_entries) +
                    "): evicting; input signatures keep changing, which defeats graph reuse");
     }
   }
-  return entry;  // `victim` is destroyed here, outside the cache lock
+  return entry;  // `displaced` is destroyed here, outside the cache lock
 }
 
 std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,

@@ -22,7 +22,8 @@ void append_modes(std::vector<std::int64_t>& w, c10::DeviceType device_type) {
   w.push_back(at::GradMode::is_enabled());
   w.push_back(c10::InferenceMode::is_enabled());
   for (auto type : {c10::DeviceType::CPU, device_type}) {
-    const bool on = at::autocast::is_autocast_enabled(type);
+    // Device types without autocast (meta, ...) would throw on the query.
+    const bool on = at::autocast::is_autocast_available(type) && at::autocast::is_autocast_enabled(type);
     w.push_back(on);
     w.push_back(on ? static_cast<std::int64_t>(at::autocast::get_autocast_dtype(type)) : -1);
   }
@@ -73,7 +74,10 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
       const auto& t = v.toTensor();
       append_tensor(w, t);
       if (t.device().type() != c10::DeviceType::CPU) device_type = t.device().type();
-      if (!is_static[i] && t.has_storage()) storages.emplace_back(t.storage().data(), i);
+      // Tensors without bytes (zero-size: a null data pointer) cannot alias anything.
+      if (!is_static[i] && t.has_storage() && t.storage().data() != nullptr) {
+        storages.emplace_back(t.storage().data(), i);
+      }
     } else if (v.isInt()) {
       w.push_back(kInt);
       w.push_back(v.toInt());

@@ -54,9 +54,21 @@ TEST(EntryCache, EvictedValueOutlivesTheCacheWhileHeld) {
 TEST(EntryCache, ReinsertReplacesWithoutEviction) {
   Cache cache(1, Eviction::kFifo);
   cache.insert(1, value("one"));
-  EXPECT_EQ(cache.insert(1, value("uno")), nullptr);
+  auto replaced = cache.insert(1, value("uno"));
+  ASSERT_NE(replaced, nullptr);
+  EXPECT_EQ(*replaced, "one");
   EXPECT_EQ(*cache.find(1), "uno");
   EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(EntryCache, TakeAllEmptiesAndHandsOverValues) {
+  Cache cache(0, Eviction::kFifo);
+  cache.insert(1, value("one"));
+  cache.insert(2, value("two"));
+  auto values = cache.take_all();
+  EXPECT_EQ(values.size(), 2u);
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.find(1), nullptr);
 }
 
 TEST(EntryCache, EraseAndOrder) {

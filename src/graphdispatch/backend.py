@@ -211,7 +211,10 @@ def build_runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], route:
         copy_stream=options["copy_stream"], max_entries=options["max_entries"],
         eviction=options["eviction"], log=log.warning, mutated_inputs=mutated)
     _RUNNERS.add(runner)
-    if not options["lazy_capture"]:
+    # Dynamo compiles with inference mode off even when the call runs in it: a capture now
+    # would be keyed for a mode the calls never have.
+    inference = any(isinstance(v, torch.Tensor) and v.is_inference() for v in example_inputs)
+    if not options["lazy_capture"] and not inference:
         try:
             runner.capture(*example_inputs)
         except TypeError as error:  # an input the key cannot hold (e.g. a SymInt): capture lazily

@@ -136,6 +136,9 @@ def normalize(options: Any, *, source: str = "options") -> dict[str, Any]:
 
 
 def options_for_mode(mode: Any) -> dict[str, Any]:
+    if mode is not None and not isinstance(mode, str):
+        raise TypeError(f"graphdispatch: mode must be a str or None, got {type(mode).__name__}"
+                        " (options go in options={...} or as keyword arguments)")
     if mode not in MODES:
         valid = ", ".join(repr(m) for m in MODES)
         raise ValueError(f"graphdispatch: unknown mode {mode!r}; valid modes: {valid}")

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "report.h"
@@ -17,6 +18,12 @@ const char* difference_name(Difference difference);  // "final-newline", ... (""
 const char* difference_description(Difference difference);  // a short phrase for people
 const char* kind_name(ChangeKind kind);            // "added", "renamed", ...
 const char* effect_name(PatchEffect effect);       // "added", "changed", ...
+
+/// A path for a human view: control bytes C-escaped (`\n`, `\t`, `\x1b`), as git quotes
+/// them, so one path stays on one line; every other byte kept.
+std::string printable_path(const std::string& path);
+/// Columns a UTF-8 string takes in a terminal, counting one per code point.
+std::size_t display_width(const std::string& text);
 
 /// A git file mode as git prints it: "100644".
 std::string octal_mode(std::uint32_t mode);

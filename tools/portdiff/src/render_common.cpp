@@ -45,6 +45,33 @@ const char* difference_description(Difference difference) {
   return "";
 }
 
+std::string printable_path(const std::string& path) {
+  std::string out;
+  out.reserve(path.size());
+  for (unsigned char c : path) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char hex[5];
+          std::snprintf(hex, sizeof hex, "\\x%02x", c);
+          out += hex;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+std::size_t display_width(const std::string& text) {
+  std::size_t width = 0;
+  for (unsigned char c : text) width += (c & 0xC0) != 0x80;  // continuation bytes add nothing
+  return width;
+}
+
 const char* kind_name(ChangeKind kind) {
   switch (kind) {
     case ChangeKind::added: return "added";

@@ -7,7 +7,8 @@ namespace portdiff {
 namespace {
 
 /// A path or name as inline code that survives a Markdown table cell.
-std::string code(const std::string& text) {
+std::string code(const std::string& raw) {
+  const std::string text = printable_path(raw);
   std::string escaped;
   for (char c : text) {
     if (c == '|') escaped += '\\';

@@ -7,8 +7,11 @@
 namespace portdiff {
 namespace {
 
-std::string padded(const std::string& text, std::size_t width) {
-  return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
+/// `text` made printable and padded to `width` terminal columns.
+std::string padded(const std::string& raw, std::size_t width) {
+  const std::string text = printable_path(raw);
+  const std::size_t used = display_width(text);
+  return used >= width ? text + " " : text + std::string(width - used, ' ');
 }
 
 std::string short_range(const ResolvedRange& r) {
@@ -29,7 +32,7 @@ std::string render_text(const Report& report) {
       << " only-source, " << t.only_target << " only-target\n";
 
   std::size_t width = 4;
-  for (const FileVerdict& row : report.files) width = std::max(width, row.path.size());
+  for (const FileVerdict& row : report.files) width = std::max(width, display_width(printable_path(row.path)));
   width = std::min<std::size_t>(width + 2, 60);
 
   for (Verdict verdict : {Verdict::identical, Verdict::different, Verdict::only_source,
@@ -59,7 +62,7 @@ std::string render_text(const Report& report) {
 
   if (!report.tests.empty()) out << "\ntest functions\n";
   for (const TestFileComparison& file : report.tests) {
-    out << "  " << file.path << ": source " << file.source_count << ", target "
+    out << "  " << printable_path(file.path) << ": source " << file.source_count << ", target "
         << file.target_count << "; same-named " << file.same_named << " (" << file.identical
         << " identical, " << file.differing << " differing); only source " << file.only_source
         << ", only target " << file.only_target << "\n";

@@ -135,5 +135,23 @@ TEST(Cli, TextViewAndOutputFile) {
                         "cannot write");
 }
 
+TEST(Cli, ControlBytesInPathsStayOnOneLine) {
+  TempRepo repo;
+  const std::string name = "odd\nname.txt";
+  const Ports ports = make_ports(repo, {{name, "a\n"}}, {{name, "a\nb\n"}}, {}, {{name, "a\nc\n"}});
+  for (const char* format : {"md", "text"}) {
+    const CommandResult run =
+        run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--format", format});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_NE(run.out.find("odd\\nname.txt"), std::string::npos) << format << "\n" << run.out;
+    EXPECT_EQ(run.out.find("odd\nname.txt"), std::string::npos) << format;
+  }
+  // JSON keeps the path itself (JSON escapes the newline).
+  const CommandResult json =
+      run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["files"][0]["path"], name);
+}
+
 }  // namespace
 }  // namespace portdiff_test
