@@ -43,11 +43,14 @@ def check_options(options: Any = None, *, mode: Any = None, **kwargs: Any) -> di
 def stats() -> dict[str, Any]:
     """Counters since start or the last ``reset()``.
 
-    Keys: captures, replays, cache_hits, cache_misses, evictions, copies_skipped, bytes_copied
-    (bytes of dynamic inputs copied into entry buffers), recaptures (a parameter moved),
-    fallbacks ({reason: calls served by the non-graph path}: aliased_inputs, mixed_devices,
-    requires_grad, overlapping_input, capture_failed, explicit_generator, data_dependent),
-    routes ({route: graphs compiled}).
+    Keys: captures, replays, cache_hits and cache_misses (lookups of a signature; a hit on a
+    negative entry, one whose capture was refused or failed, counts as a hit and as a
+    fallback), evictions, copies_skipped, bytes_copied (bytes of dynamic inputs copied into
+    entry buffers), recaptures (a parameter moved), fallbacks ({reason: calls served by the
+    non-graph path}: aliased_inputs, mixed_devices, requires_grad, overlapping_input,
+    capture_failed, explicit_generator, data_dependent, output_aliases_input), routes
+    ({route: graphs compiled since the last reset}). Counters are per process; a forked
+    child starts from zero.
     """
     from . import _C
     from .backend import route_counts
