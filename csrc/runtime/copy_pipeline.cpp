@@ -41,6 +41,7 @@ void copy_synchronously(const std::vector<at::Tensor>& dst, const std::vector<at
       rest_src.push_back(src[i]);
       continue;
     }
+    if (src[i].nbytes() == 0) continue;  // a zero-size tensor may have no data pointer
     std::memcpy(dst[i].data_ptr(), src[i].const_data_ptr(), src[i].nbytes());
     dst[i].unsafeGetTensorImpl()->bump_version();  // what copy_ does: readers see a write
   }
