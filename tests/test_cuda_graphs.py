@@ -37,7 +37,7 @@ def test_cuda_graph_route_matches_eager(route):
     assert stats["fallbacks"] == {}
 
 
-def test_host_sync_in_capture_falls_back():
+def test_data_dependent_graph_is_refused():
     def fn(x):
         return x * x.sum().item()
 
@@ -53,6 +53,28 @@ def test_host_sync_in_capture_falls_back():
     ok = torch.compile(lambda x: x + 1, backend="graphdispatch", options={"graph_only": True})
     x = torch.randn(4, device="cuda")
     torch.testing.assert_close(ok(x), x + 1)
+
+
+def test_failed_capture_falls_back_and_leaves_device_usable():
+    # A device-to-host copy inside the graph: legal in eager, forbidden while capturing. The
+    # graph has no data-dependent shapes, so it is not refused up front: capture itself fails.
+    def fn(x):
+        return x + x.cpu().to(x.device)
+
+    compiled = torch.compile(fn, backend="graphdispatch", options={"graph_only": True})
+    reserved = torch.cuda.memory_reserved()
+    for _ in range(3):
+        x = torch.randn(16, device="cuda")
+        torch.testing.assert_close(compiled(x), fn(x))
+    stats = graphdispatch.stats()
+    assert stats["fallbacks"].get("capture_failed") == 3
+    assert stats["captures"] == 0
+    assert not torch.cuda.is_current_stream_capturing()
+    ok = torch.compile(lambda x: x * 3, backend="graphdispatch", options={"graph_only": True})
+    x = torch.randn(8, device="cuda")
+    torch.testing.assert_close(ok(x), x * 3)
+    assert graphdispatch.stats()["captures"] == 1
+    assert torch.cuda.memory_reserved() <= reserved + 64 * 2**20  # no runaway pool growth
 
 
 def test_inside_callers_own_graph_records_into_it():

@@ -46,7 +46,8 @@ class FakeGraphs:
 
     def create(self, device):
         assert device == "cpu"
-        return _FrameworkGraph(FakeFrameworkGraph(self.log), None, self.module, lambda g: None)
+        return _FrameworkGraph(FakeFrameworkGraph(self.log), {}, self.module,
+                               lambda g: None, lambda g: self.log.append(("failed",)))
 
     def is_capturing(self, device):
         return False
@@ -70,11 +71,14 @@ def test_runner_drives_framework_graph_protocol():
 def test_failed_capture_restores_gc_and_empty_cache():
     log = []
     module = types.SimpleNamespace(empty_cache=lambda: "real")
-    adapter = _FrameworkGraph(FakeFrameworkGraph(log, fail_capture=True), None, module, lambda g: None)
+    failed = []
+    adapter = _FrameworkGraph(FakeFrameworkGraph(log, fail_capture=True), {}, module,
+                              lambda g: None, failed.append)
     adapter.capture_begin()
     assert not gc.isenabled() and module.empty_cache() is None  # held off
     adapter.capture_abort()  # the graph's capture_end raises; the hold-off still ends
     assert gc.isenabled() and module.empty_cache() == "real"
+    assert len(failed) == 1  # the factory is told, so it can retire the device's pool
 
 
 def test_hold_off_is_reentrant_and_restores_prior_gc_state():

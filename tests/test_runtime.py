@@ -259,3 +259,34 @@ def test_runner_argument_errors_name_the_argument():
         r(torch.ones(3), "two")
     with pytest.raises(RuntimeError, match="expected 2 inputs, got 1"):
         r(torch.ones(3))
+
+
+def test_subclass_and_zero_tensor_inputs_fall_back_without_crashing():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    r = runner(lambda x: (x * 2,), 1)
+    zero = torch._efficientzerotensor(4)
+    assert torch.equal(r(zero)[0], zero * 2)
+    pair = TwoTensor(torch.ones(4), torch.ones(4))
+    out = r(pair)[0]
+    assert isinstance(out, TwoTensor) and torch.equal(out.a, torch.full((4,), 2.0))
+    assert graphdispatch.stats()["fallbacks"] == {"unsupported_tensor": 2}
+
+
+def test_failed_capture_leaves_rng_state_as_before():
+    calls = {"n": 0}
+
+    def fn(x):
+        calls["n"] += 1
+        noise = torch.rand(3)  # draws during warmup and capture
+        if calls["n"] == 2:
+            raise RuntimeError("capture failed")
+        return (x + noise,)
+
+    r = runner(fn, 1)
+    torch.manual_seed(7)
+    r(torch.zeros(3))  # warmup, failed capture, then the fallback's own run
+    after = torch.rand(1)
+    torch.manual_seed(7)
+    torch.rand(3)  # eager: the one run the user asked for
+    assert torch.equal(after, torch.rand(1))

@@ -23,7 +23,15 @@ class PyDeviceGraph final : public DeviceGraph {
     py::gil_scoped_acquire gil;
     replay_->get()();  // bound once: replay is the hot path
   }
-  void reset() override { call("reset"); }
+  void reset() override {
+    py::gil_scoped_acquire gil;
+    try {
+      adapter_->get().attr("reset")();
+    } catch (py::error_already_set& e) {
+      // Called from ~Entry (eviction, clear): report, never throw through a destructor.
+      e.discard_as_unraisable("graphdispatch: resetting an evicted graph");
+    }
+  }
   bool runs_during_capture() const override { return false; }
 
  private:

@@ -23,7 +23,12 @@ Registry* registry = new Registry();
 // conjugate/negative bit. Dense tensors with non-negative strides occupy exactly nbytes()
 // from data_ptr().
 bool is_plain_block_copy(const at::Tensor& dst, const at::Tensor& src) {
-  return dst.is_cpu() && src.is_cpu() && dst.layout() == at::kStrided &&
+  // Subclasses and zero tensors have their own copy_ (or no data): only plain dense tensors.
+  const auto plain = [](const at::Tensor& t) {
+    return !t.unsafeGetTensorImpl()->is_python_dispatch() && !t._is_zerotensor() &&
+           t.has_storage() && t.storage().data() != nullptr;
+  };
+  return plain(dst) && plain(src) && dst.is_cpu() && src.is_cpu() && dst.layout() == at::kStrided &&
          src.layout() == at::kStrided && dst.scalar_type() == src.scalar_type() &&
          dst.sizes() == src.sizes() && dst.strides() == src.strides() &&
          dst.is_non_overlapping_and_dense() && !dst.is_conj() && !src.is_conj() &&
@@ -32,7 +37,8 @@ bool is_plain_block_copy(const at::Tensor& dst, const at::Tensor& src) {
 
 // The synchronous copy of a device without streams. `_foreach_copy_` on the CPU dispatches
 // one copy per tensor (about 0.7 µs each for small inputs); a memcpy of a plain block is
-// ~50x cheaper, and small inputs are what the per-call overhead is made of.
+// ~50x cheaper, and small inputs are what the per-call overhead is made of. memmove: a caller
+// may pass a view of the entry's own buffer.
 void copy_synchronously(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src) {
   std::vector<at::Tensor> rest_dst, rest_src;
   for (std::size_t i = 0; i < dst.size(); ++i) {
@@ -41,8 +47,7 @@ void copy_synchronously(const std::vector<at::Tensor>& dst, const std::vector<at
       rest_src.push_back(src[i]);
       continue;
     }
-    if (src[i].nbytes() == 0) continue;  // a zero-size tensor may have no data pointer
-    std::memcpy(dst[i].data_ptr(), src[i].const_data_ptr(), src[i].nbytes());
+    std::memmove(dst[i].data_ptr(), src[i].const_data_ptr(), src[i].nbytes());
     dst[i].unsafeGetTensorImpl()->bump_version();  // what copy_ does: readers see a write
   }
   if (!rest_dst.empty()) at::_foreach_copy_(rest_dst, rest_src, /*non_blocking=*/false);
@@ -53,8 +58,17 @@ void copy_synchronously(const std::vector<at::Tensor>& dst, const std::vector<at
 CopyPipeline::CopyPipeline(c10::Device device) : device_(device) {
   if (device.is_cpu()) return;
   c10::impl::VirtualGuardImpl impl(device.type());
-  copy_stream_ = impl.getStreamFromGlobalPool(device, /*isHighPriority=*/false);
-  capture_stream_ = impl.getStreamFromGlobalPool(device, /*isHighPriority=*/false);
+  // Streams of our own: a pool stream could also be a user's torch.cuda.Stream(), whose eager
+  // work would then be recorded into our graphs. Backends without new streams share the pool.
+  auto own_stream = [&] {
+    try {
+      return impl.getNewStream(device);
+    } catch (const c10::Error&) {
+      return impl.getStreamFromGlobalPool(device, /*isHighPriority=*/false);
+    }
+  };
+  copy_stream_ = own_stream();
+  capture_stream_ = own_stream();
   before_copy_.emplace(device.type());
   after_copy_.emplace(device.type());
 }
@@ -104,6 +118,25 @@ void CopyPipeline::copy(const std::vector<at::Tensor>& dst, const std::vector<at
   }
   after_copy_->record(*copy_stream_);
   after_copy_->block(current);
+}
+
+CaptureStreamScope::CaptureStreamScope(CopyPipeline& pipeline) : pipeline_(pipeline) {
+  if (!pipeline.has_streams()) return;
+  const auto capture = *pipeline.capture_stream();
+  caller_ = c10::impl::VirtualGuardImpl(capture.device_type()).getStream(capture.device());
+  pipeline.order(*caller_, capture);
+  guard_.emplace(capture);
+}
+
+CaptureStreamScope::~CaptureStreamScope() {
+  if (!caller_) return;
+  guard_.reset();
+  try {
+    pipeline_.order(*pipeline_.capture_stream(), *caller_);
+  } catch (const c10::Error&) {
+    // Only after a failed capture poisoned the device; the capture's own error is the one
+    // the caller sees.
+  }
 }
 
 }  // namespace graphdispatch

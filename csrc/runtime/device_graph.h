@@ -19,6 +19,9 @@ namespace graphdispatch {
 /// serialises the calls on its own graph.
 class DeviceGraph {
  public:
+  DeviceGraph() = default;
+  DeviceGraph(const DeviceGraph&) = delete;
+  DeviceGraph& operator=(const DeviceGraph&) = delete;
   virtual ~DeviceGraph() = default;
   virtual void capture_begin(std::function<void()> rerun) = 0;
   virtual void capture_end() = 0;

@@ -5,11 +5,10 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/record_function.h>
-#include <c10/core/StreamGuard.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 #include <utility>
 
@@ -17,10 +16,11 @@ namespace graphdispatch {
 namespace {
 
 // Warmup (and the emulated graph's capture run) are runs eager would not make; undoing their
-// RNG draws keeps "manual_seed then N calls" reproducible whatever the cache state was.
+// RNG draws keeps "manual_seed then N calls" reproducible whatever the cache state was. The
+// state is also restored when a capture fails (the guard is left by an exception).
 class RngStateGuard final {
  public:
-  explicit RngStateGuard(c10::Device device) {
+  explicit RngStateGuard(c10::Device device) : exceptions_(std::uncaught_exceptions()) {
     try {
       generator_ = at::globalContext().defaultGenerator(device);
     } catch (const c10::Error&) {
@@ -29,6 +29,11 @@ class RngStateGuard final {
     std::lock_guard<std::mutex> lock(generator_->mutex());
     state_ = generator_->get_state();
   }
+  RngStateGuard(const RngStateGuard&) = delete;
+  RngStateGuard& operator=(const RngStateGuard&) = delete;
+  ~RngStateGuard() {
+    if (std::uncaught_exceptions() > exceptions_) restore();
+  }
   void restore() {
     if (!generator_) return;
     std::lock_guard<std::mutex> lock(generator_->mutex());
@@ -36,6 +41,7 @@ class RngStateGuard final {
   }
 
  private:
+  int exceptions_;
   std::optional<at::Generator> generator_;
   at::Tensor state_;
 };
@@ -64,6 +70,11 @@ std::string Entry::refusal_reason(const std::vector<c10::IValue>& inputs, bool h
     // A graph replay records no autograd history; eager would.
     if (grad && t.requires_grad()) return "requires_grad";
     if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return "overlapping_input";
+    // A buffer made by empty_strided would be a plain tensor: the subclass's behaviour (or a
+    // zero tensor's absence of data) would be lost.
+    if (t.unsafeGetTensorImpl()->is_python_dispatch() || t._is_zerotensor()) {
+      return "unsupported_tensor";
+    }
   }
   return "";
 }
@@ -100,17 +111,11 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
     }
   }
 
-  auto* pipeline = e->pipeline_;
-  c10::impl::VirtualGuardImpl impl(e->device_.type());
-  const std::optional<c10::Stream> current =
-      pipeline->has_streams() ? std::optional<c10::Stream>(impl.getStream(e->device_))
-                              : std::nullopt;
   e->fill_buffers(inputs);
-  std::optional<c10::StreamGuard> on_capture_stream;
-  if (current) {
-    pipeline->order(*current, *pipeline->capture_stream());
-    on_capture_stream.emplace(*pipeline->capture_stream());
-  }
+  // One capture per device at a time (Note on CopyPipeline::capture_mutex); the stream scope
+  // orders the capture stream against the caller's on entry and on every exit.
+  std::lock_guard<std::mutex> device_lock(e->pipeline_->capture_mutex());
+  CaptureStreamScope on_capture_stream(*e->pipeline_);
 
   RngStateGuard rng(e->device_);
   for (std::int64_t i = 0; i < options.warmup_iters; ++i) {
@@ -132,13 +137,16 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   graph->capture_end();
   if (graph->runs_during_capture()) rng.restore();
   e->graph_ = std::move(graph);
-  on_capture_stream.reset();
-  if (current) pipeline->order(*pipeline->capture_stream(), *current);
   return e;
 }
 
 Entry::~Entry() {
-  if (graph_) graph_->reset();
+  if (!graph_) return;
+  try {
+    graph_->reset();
+  } catch (const std::exception&) {
+    // A destructor must not throw; the graph's memory is released with its object anyway.
+  }
 }
 
 void Entry::fill_buffers(const std::vector<c10::IValue>& inputs) {

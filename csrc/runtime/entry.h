@@ -45,7 +45,8 @@ class Entry final {
   static std::shared_ptr<Entry> negative(std::string reason, std::string detail);
 
   /// Why a call with these inputs cannot be captured (mixed devices, aliasing, autograd,
-  /// overlapping memory, an explicit generator), or "" when it can.
+  /// overlapping memory, an explicit generator, a tensor subclass or zero tensor), or "" when
+  /// it can.
   static std::string refusal_reason(const std::vector<c10::IValue>& inputs, bool has_aliasing);
 
   Entry(const Entry&) = delete;
@@ -67,8 +68,6 @@ class Entry final {
   /// The inputs the graph reads: the entry's buffers for dynamic inputs, the caller's
   /// tensors for static ones. Passing these back skips the copies (seed C1).
   const std::vector<c10::IValue>& static_inputs() const { return static_inputs_; }
-  /// Dynamic input positions the captured work writes to.
-  const std::vector<std::size_t>& mutated_inputs() const { return mutated_; }
 
  private:
   Entry() = default;

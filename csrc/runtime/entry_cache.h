@@ -40,8 +40,6 @@ class EntryCache final {
       : max_entries_(max_entries), eviction_(eviction) {}
 
   std::size_t size() const { return slots_.size(); }
-  std::size_t max_entries() const { return max_entries_; }
-  Eviction eviction() const { return eviction_; }
 
   /// The value for `key`, or nullptr.
   std::shared_ptr<Value> find(const Key& key) const {
@@ -69,21 +67,6 @@ class EntryCache final {
     return victim;
   }
 
-  /// Removes `key`; returns its value or nullptr.
-  std::shared_ptr<Value> erase(const Key& key) {
-    auto it = slots_.find(key);
-    if (it == slots_.end()) return nullptr;
-    auto value = std::move(it->second.value);
-    slots_.erase(it);
-    for (auto o = order_.begin(); o != order_.end(); ++o) {
-      if (*o == key) {
-        order_.erase(o);
-        break;
-      }
-    }
-    return value;
-  }
-
   /// Empties the cache and hands its values to the caller, who destroys them (outside its
   /// lock: destroying an entry may need the GIL).
   std::vector<std::shared_ptr<Value>> take_all() {
@@ -93,12 +76,6 @@ class EntryCache final {
     slots_.clear();
     order_.clear();
     return values;
-  }
-
-  /// Calls fn(key, value) for each entry in insertion order.
-  template <class Fn>
-  void for_each(Fn&& fn) const {
-    for (const auto& key : order_) fn(key, *slots_.at(key).value);
   }
 
  private:

@@ -14,12 +14,10 @@ GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
       is_static_(std::move(is_static)),
       graphs_(std::move(graphs)),
       options_(std::move(options)),
-      state_(new State(options_)) {
+      state_(std::make_unique<State>(options_)) {
   TORCH_CHECK(options_.warmup_iters >= 0, "warmup_iters: expected >= 0, got ",
               options_.warmup_iters);
 }
-
-GraphRunner::~GraphRunner() { delete state_; }
 
 std::shared_ptr<Entry> GraphRunner::lookup(const Signature& sig) const {
   std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
@@ -49,7 +47,10 @@ void GraphRunner::clear() {
 }
 
 void GraphRunner::reset_after_fork() {
-  state_ = new State(options_);  // the parent's entries and locks are left untouched
+  // The parent's entries hold its device graphs and its locks may be held by a thread that
+  // does not exist here: leak them rather than destroy them.
+  (void)state_.release();
+  state_ = std::make_unique<State>(options_);
 }
 
 std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
@@ -68,7 +69,14 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     try {
       entry = Entry::capture(fn_, inputs, is_static_, *graphs_, options_);
       stats.captures.fetch_add(1, std::memory_order_relaxed);
-      if (stale) stats.recaptures.fetch_add(1, std::memory_order_relaxed);
+      if (stale) {
+        stats.recaptures.fetch_add(1, std::memory_order_relaxed);
+        if (!recapture_logged_.exchange(true) && options_.log) {
+          options_.log("a parameter or buffer moved since capture: re-capturing; if this "
+                       "repeats (two modules sharing one compiled graph, weights reassigned "
+                       "every call), each call pays a capture");
+        }
+      }
     } catch (const std::exception& e) {
       // c10 errors carry a C++ backtrace in what(); the reason needs only the message.
       const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
@@ -104,6 +112,7 @@ std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
 void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
   TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
               " inputs, got ", inputs.size());
+  if (graphs_->is_capturing(device_of(inputs))) return;  // see operator()
   const auto sig = Signature::of(inputs, is_static_);
   if (!lookup(sig)) find_or_capture(sig, inputs, nullptr);
 }

@@ -32,7 +32,6 @@ class GraphRunner final {
               std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options);
   GraphRunner(const GraphRunner&) = delete;
   GraphRunner& operator=(const GraphRunner&) = delete;
-  ~GraphRunner();
 
   /// One call: replay of the entry for these inputs, capturing it first on a miss.
   std::vector<c10::IValue> operator()(const std::vector<c10::IValue>& inputs);
@@ -70,8 +69,9 @@ class GraphRunner final {
   std::vector<bool> is_static_;
   std::shared_ptr<DeviceGraphFactory> graphs_;
   RunnerOptions options_;
-  State* state_;  // owned; replaced and leaked after fork (see reset_after_fork)
+  std::unique_ptr<State> state_;  // released, not destroyed, after fork (reset_after_fork)
   std::atomic<bool> evicting_logged_{false};
+  std::atomic<bool> recapture_logged_{false};
 };
 
 }  // namespace graphdispatch

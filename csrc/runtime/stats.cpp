@@ -27,7 +27,8 @@ void Stats::reset() {
 }
 
 void Stats::reset_after_fork() {
-  fallbacks_mutex_ = new std::mutex();
+  (void)fallbacks_mutex_.release();
+  fallbacks_mutex_ = std::make_unique<std::mutex>();
   reset();
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -33,7 +34,8 @@ class Stats final {
 
  private:
   Stats() = default;
-  mutable std::mutex* fallbacks_mutex_ = new std::mutex();  // leaked on fork on purpose
+  // Released, not destroyed, after fork: a parent thread may have held it.
+  mutable std::unique_ptr<std::mutex> fallbacks_mutex_ = std::make_unique<std::mutex>();
   std::map<std::string, std::int64_t> fallbacks_;
 };
 

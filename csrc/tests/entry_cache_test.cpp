@@ -71,16 +71,6 @@ TEST(EntryCache, TakeAllEmptiesAndHandsOverValues) {
   EXPECT_EQ(cache.find(1), nullptr);
 }
 
-TEST(EntryCache, EraseAndOrder) {
-  Cache cache(0, Eviction::kFifo);
-  for (int k = 0; k < 4; ++k) cache.insert(k, value("v"));
-  EXPECT_NE(cache.erase(1), nullptr);
-  EXPECT_EQ(cache.erase(1), nullptr);
-  std::string order;
-  cache.for_each([&](int k, const std::string&) { order += std::to_string(k); });
-  EXPECT_EQ(order, "023");
-}
-
 TEST(EntryCache, ParseEviction) {
   EXPECT_EQ(parse_eviction("fifo"), Eviction::kFifo);
   EXPECT_EQ(parse_eviction("lru"), Eviction::kLru);

@@ -45,7 +45,8 @@ def stats() -> dict[str, Any]:
 
     Keys: captures, replays, cache_hits and cache_misses (lookups of a signature; a hit on a
     negative entry, one whose capture was refused or failed, counts as a hit and as a
-    fallback), evictions, copies_skipped, bytes_copied (bytes of dynamic inputs copied into
+    fallback; a thread that found nothing and then waited for another thread's capture of
+    the same signature counts as a miss), evictions, copies_skipped, bytes_copied (bytes of dynamic inputs copied into
     entry buffers), recaptures (a parameter moved), fallbacks ({reason: calls served by the
     non-graph path}: aliased_inputs, mixed_devices, requires_grad, overlapping_input,
     capture_failed, explicit_generator, data_dependent, output_aliases_input), routes

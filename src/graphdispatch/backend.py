@@ -34,7 +34,7 @@ import torch
 
 from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
-from .device_graphs import HOLD_OFF, choose_kind, make_factory
+from .device_graphs import choose_kind, make_factory
 from .graph_analysis import flat_output, graph_refusal, is_static_input, mutated_inputs
 
 log = logging.getLogger("graphdispatch")
@@ -131,7 +131,6 @@ def _after_fork_in_child() -> None:
     _ROUTES_LOCK = threading.Lock()
     _ROUTES.clear()  # counted with stats(), which the child starts from zero
     _FACTORIES.clear()  # the parent's pools and streams are not ours to use
-    HOLD_OFF.reset_after_fork()
     for runner in list(_RUNNERS):
         runner.reset_after_fork()
     # No import here (it could wait on an import lock a parent thread held): if the extension

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 from typing import Any, Callable
 
 import torch
+
+from ._once import at_fork_in_child
 
 GRAPH_KINDS = ("cuda", "npu", "accelerator", "emulated")
 
@@ -118,25 +121,34 @@ def _no_empty_cache() -> None:
 
 
 HOLD_OFF = _CaptureHoldOff()
+_ALL_FACTORIES: "weakref.WeakSet[FrameworkGraphs]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    HOLD_OFF.reset_after_fork()
+    for factory in list(_ALL_FACTORIES):
+        factory._after_fork_in_child()
+
+
+at_fork_in_child(_after_fork_in_child)
 
 
 class _FrameworkGraph:
     """Adapter over one framework graph object for the C++ runtime."""
 
-    def __init__(self, graph: Any, pool: Any, module: Any, on_captured: Callable[[Any], None]):
+    def __init__(self, graph: Any, capture_kwargs: dict[str, Any], module: Any,
+                 on_captured: Callable[[Any], None], on_failed: Callable[[Any], None]):
         self._graph = graph
-        self._pool = pool
+        self._capture_kwargs = capture_kwargs
         self._module = module
         self._on_captured = on_captured
+        self._on_failed = on_failed
         self.replay = graph.replay  # the framework's own method: replay is the hot path
 
     def capture_begin(self) -> None:
         HOLD_OFF.enter(self._module)
         try:
-            if self._pool is None:
-                self._graph.capture_begin()
-            else:
-                self._graph.capture_begin(pool=self._pool)
+            self._graph.capture_begin(**self._capture_kwargs)
         except BaseException:
             HOLD_OFF.exit()
             raise
@@ -152,7 +164,7 @@ class _FrameworkGraph:
         try:
             self._graph.capture_end()  # raises for an invalidated capture; the stream is freed either way
         except Exception:
-            pass
+            self._on_failed(self._graph)
         finally:
             HOLD_OFF.exit()
 
@@ -161,12 +173,25 @@ class _FrameworkGraph:
 
 
 class FrameworkGraphs:
-    """The factory the C++ ``PyGraphFactory`` calls: makes adapters, one pool per device."""
+    """The factory the C++ ``PyGraphFactory`` calls: makes adapters, one pool per device.
+
+    Captures use ``capture_error_mode="thread_local"`` where the framework takes it: the
+    runtime captures with the GIL released, and other threads' allocations must not
+    invalidate the capture (nor fail because of it).
+    """
 
     def __init__(self, kind: str):
         self.name = kind
         self._pools: dict[str, Any] = {}
+        self._indices: dict[str, int] = {}
         self._lock = threading.Lock()
+        _ALL_FACTORIES.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        # Runners keep their factory across fork: give it a new lock (a parent thread may
+        # hold the old one) and no pools (they belong to the parent's device context).
+        self._lock = threading.Lock()
+        self._pools = {}
 
     def _module(self) -> Any:
         return torch.cuda if self.name == "cuda" else _npu_module() if self.name == "npu" else None
@@ -185,25 +210,52 @@ class FrameworkGraphs:
             if self._pools.get(device) is None and hasattr(graph, "pool"):
                 self._pools[device] = graph.pool()
 
+    def _forget_pool(self, device: str, graph: Any) -> None:
+        """After a failed capture: hand the pool back to the allocator and start a new one.
+
+        CUDA's capture_end raises on an invalidated capture before it stops routing this
+        stream's allocations to the pool, so that is done here; the next capture on the device
+        gets a fresh pool rather than one the failed graph may still hold.
+        """
+        if self.name == "cuda":
+            try:
+                torch._C._cuda_endAllocateToPool(torch.device(device).index or 0, graph.pool())
+            except Exception:  # nothing was routed (the failure came before allocation)
+                pass
+        with self._lock:
+            self._pools.pop(device, None)
+
     def create(self, device: str) -> _FrameworkGraph:
         pool = self._pool(device)
         if self.name == "cuda":
             with torch.cuda.device(torch.device(device)):
                 graph = torch.cuda.CUDAGraph()
+            kwargs = {"pool": pool, "capture_error_mode": "thread_local"}
         elif self.name == "npu":
             graph = _npu_module().NPUGraph()
-        else:
-            graph = torch.accelerator.Graph(pool=pool) if pool is not None else torch.accelerator.Graph()
-            pool = None  # torch.accelerator.Graph takes its pool at construction
-        return _FrameworkGraph(graph, pool, self._module(),
-                               lambda g: self._remember_pool(device, g))
+            kwargs = {"pool": pool}
+        else:  # torch.accelerator.Graph takes its pool and mode at construction
+            graph = torch.accelerator.Graph(pool=pool, capture_error_mode="thread_local")
+            kwargs = {}
+        return _FrameworkGraph(graph, kwargs, self._module(),
+                               lambda g: self._remember_pool(device, g),
+                               lambda g: self._forget_pool(device, g))
 
     def is_capturing(self, device: str) -> bool:
-        if self.name == "cuda":
-            return torch.cuda.is_current_stream_capturing()
-        if self.name == "npu":
-            return bool(getattr(_npu_module(), "is_current_stream_capturing", lambda: False)())
-        return False
+        """Whether the current stream of ``device`` (not of the current device) is capturing."""
+        if self.name == "accelerator":
+            return False  # torch.accelerator has no query for it
+        module = self._module()
+        query = getattr(module, "is_current_stream_capturing", None)
+        if query is None:
+            return False
+        index = self._indices.get(device)
+        if index is None:
+            index = self._indices.setdefault(device, torch.device(device).index or 0)
+        if index == module.current_device():
+            return bool(query())
+        with module.device(index):
+            return bool(query())
 
 
 def make_factory(kind: str) -> Any:

@@ -173,5 +173,6 @@ print(json.dumps({"child": in_child(child, timeout=10)}))
 """)
     value = out["child"]["value"]
     assert value["records"] == []
-    assert value["hooks"] == ["graphdispatch.backend._after_fork_in_child"]
+    assert value["hooks"] == ["graphdispatch.backend._after_fork_in_child",
+                              "graphdispatch.device_graphs._after_fork_in_child"]
     assert value["steps_running"] == []
