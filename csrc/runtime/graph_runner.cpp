@@ -19,14 +19,18 @@ GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
               options_.warmup_iters);
 }
 
+void GraphRunner::check_arity(const std::vector<c10::IValue>& inputs) const {
+  TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
+              " inputs, got ", inputs.size());
+}
+
 std::shared_ptr<Entry> GraphRunner::lookup(const Signature& sig) const {
   std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
   return state_->cache.find(sig);
 }
 
 std::shared_ptr<Entry> GraphRunner::entry_for(const std::vector<c10::IValue>& inputs) const {
-  TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
-              " inputs, got ", inputs.size());
+  check_arity(inputs);
   return lookup(Signature::of(inputs, is_static_));
 }
 
@@ -110,16 +114,14 @@ std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
 }
 
 void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
-  TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
-              " inputs, got ", inputs.size());
+  check_arity(inputs);
   if (graphs_->is_capturing(device_of(inputs))) return;  // see operator()
   const auto sig = Signature::of(inputs, is_static_);
   if (!lookup(sig)) find_or_capture(sig, inputs, nullptr);
 }
 
 std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>& inputs) {
-  TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
-              " inputs, got ", inputs.size());
+  check_arity(inputs);
   auto& stats = Stats::get();
   // Recording someone else's graph: run the work so its kernels land in that graph.
   if (graphs_->is_capturing(device_of(inputs))) return fn_(inputs);

@@ -57,6 +57,7 @@ class GraphRunner final {
     std::mutex capture_mutex;
   };
 
+  void check_arity(const std::vector<c10::IValue>& inputs) const;
   std::shared_ptr<Entry> lookup(const Signature& sig) const;
   /// Finds or makes the entry for `sig` (one capture per key); `stale` is an entry whose
   /// static inputs moved and must be replaced.
