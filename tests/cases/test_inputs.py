@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from cases_helpers import GRAPH_ONLY, ROUTES, compiled, fallbacks, requires_cuda, runner, stats
+from cases_helpers import ROUTES, compiled, fallbacks, requires_cuda, runner, stats
 
 # ---- C3: inputs that share storage ------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import graphdispatch
 from graphdispatch import _C
 from graphdispatch.backend import _RUNNERS
 
-from cases_helpers import GRAPH_ONLY, ROUTES, compiled, fallbacks, requires_cuda, runner, stats
+from cases_helpers import GRAPH_ONLY, compiled, fallbacks, requires_cuda, runner, stats
 
 # ---- C10: dynamic batch sizes -----------------------------------------------------------------
 

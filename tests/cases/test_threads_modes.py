@@ -3,7 +3,6 @@ capture."""
 
 import threading
 
-import pytest
 import torch
 
 from cases_helpers import compiled, fallbacks, runner, stats
