@@ -7,6 +7,18 @@ and ``torch.compile(..., options={...})``. Keys accept ``-`` or ``_`` (``max-ent
 ACLGraph backend can switch by name. An unknown key, a wrong type or a bad value raises
 before any setup runs, naming the key and listing what is valid.
 
+The module itself checks what is assigned to it, as ``torch._inductor.config`` does for
+unknown names: ``graphdispatch.config.max_entriez = 4`` raises ``AttributeError`` naming
+``max_entries``; ``graphdispatch.config.aclgraph_only`` reads and writes ``graph_only``; a
+value is type- and range-checked on assignment exactly as the same option given to
+``Backend``.
+
+Why not ``torch.utils._config_module`` (the machinery behind ``torch._inductor.config``): its
+user overrides live in ``ContextVar``s, so a value set at start-up in the main thread is not
+seen by a worker thread that compiles later; it checks neither types nor ranges on
+assignment; and its environment variables carry only "0"/"1" and strings. Each of those would
+have to be replaced, which leaves little of it, on a private API.
+
 This module imports nothing from torch.
 """
 
@@ -15,6 +27,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import re
+import sys
+import types
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -58,7 +73,14 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "eviction": ("fifo", "lru"),
     "device_graph": ("auto", "cuda", "npu", "accelerator", "emulated"),
 }
-_MINIMUM: dict[str, int] = {"max_entries": 0, "warmup_iters": 0}
+_INT64_MAX = 2**63 - 1
+# Inclusive bounds of every int option. Both reach GraphRunner as int64_t
+# (csrc/bindings/runner_bindings.cpp), so a larger value would fail there without naming the
+# option.
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "max_entries": (0, _INT64_MAX),
+    "warmup_iters": (0, _INT64_MAX),
+}
 ALIASES: dict[str, str] = {
     "aclgraph_only": "graph_only",
     "aclgraph_with_compile": "graph_with_compile",
@@ -78,6 +100,11 @@ def valid_keys() -> list[str]:
     return sorted(_TYPES) + sorted(ALIASES)
 
 
+def _did_you_mean(name: str) -> str:
+    close = difflib.get_close_matches(name, valid_keys(), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def canonical_key(key: object) -> str:
     """The option name for ``key`` (``-`` → ``_``, aliases resolved); ValueError if unknown."""
     if not isinstance(key, str):
@@ -85,13 +112,15 @@ def canonical_key(key: object) -> str:
     name = key.replace("-", "_")
     name = ALIASES.get(name, name)
     if name not in _TYPES:
-        close = difflib.get_close_matches(name, valid_keys(), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
-            f"graphdispatch: unknown option {key!r}{hint}; valid options: {', '.join(valid_keys())}"
-            " ('-' and '_' are interchangeable)"
+            f"graphdispatch: unknown option {key!r}{_did_you_mean(name)}; valid options: "
+            f"{', '.join(valid_keys())} ('-' and '_' are interchangeable)"
         )
     return name
+
+
+def _describe_range(low: int, high: int) -> str:
+    return f"[{low}, {'2**63 - 1' if high == _INT64_MAX else high}]"
 
 
 def check_value(name: str, value: Any) -> Any:
@@ -108,8 +137,13 @@ def check_value(name: str, value: Any) -> Any:
             f"graphdispatch option {name!r}: expected one of {', '.join(_CHOICES[name])}, "
             f"got {value!r}"
         )
-    if name in _MINIMUM and value < _MINIMUM[name]:
-        raise ValueError(f"graphdispatch option {name!r}: expected >= {_MINIMUM[name]}, got {value}")
+    if expected is int:
+        low, high = _INT_RANGES[name]
+        if not low <= value <= high:
+            raise ValueError(
+                f"graphdispatch option {name!r}: expected an int in {_describe_range(low, high)} "
+                f"(int64_t in the C++ runtime), got {value}"
+            )
     return value
 
 
@@ -171,6 +205,11 @@ def resolve(*layers: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+# Decimal integers as a person writes them: an optional sign and ASCII digits only. int()
+# alone would also take "1_000", "٣" (Arabic-Indic three) and other Unicode digits.
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
 def _parse_env(name: str, text: str) -> Any:
     expected = _TYPES[name]
     if expected is bool:
@@ -179,24 +218,44 @@ def _parse_env(name: str, text: str) -> Any:
             return True
         if lowered in ("0", "false", "no", "off", ""):
             return False
-        raise ValueError(f"{ENV_PREFIX}{name.upper()}: expected 0/1/true/false, got {text!r}")
+        raise ValueError(f"expected 0/1/true/false/yes/no/on/off, got {text!r}")
     if expected is int:
+        digits = text.strip()
+        if not _DECIMAL.fullmatch(digits):
+            raise ValueError(f"expected an integer (ASCII decimal digits 0-9), got {text!r}")
         try:
-            return int(text)
-        except ValueError:
-            raise ValueError(f"{ENV_PREFIX}{name.upper()}: expected an integer, got {text!r}") from None
+            return int(digits)
+        except ValueError:  # more digits than int() converts: far outside every range
+            low, high = _INT_RANGES[name]
+            raise ValueError(f"expected an integer in {_describe_range(low, high)}, "
+                             f"got {len(digits)} digits") from None
     return text
 
 
 def _read_environment() -> None:
-    for var, text in os.environ.items():
+    """Applies ``GRAPHDISPATCH_*`` variables; all are checked before any is applied.
+
+    An option set through two variables (its name and its alias) must get one value:
+    ``GRAPHDISPATCH_GRAPH_ONLY=1`` with ``GRAPHDISPATCH_ACLGRAPH_ONLY=0`` raises rather than
+    letting the environment's order decide.
+    """
+    found: dict[str, tuple[str, str, Any]] = {}
+    for var, text in sorted(os.environ.items()):
         if not var.startswith(ENV_PREFIX):
             continue
         try:
             name = canonical_key(var[len(ENV_PREFIX):].lower())
-            globals()[name] = check_value(name, _parse_env(name, text))
+            value = check_value(name, _parse_env(name, text))
         except (TypeError, ValueError) as error:
             raise type(error)(f"environment variable {var}={text!r}: {error}") from None
+        if name in found and found[name][2] != value:
+            other, other_text, _ = found[name]
+            raise ValueError(
+                f"environment variables {other}={other_text!r} and {var}={text!r} both set "
+                f"graphdispatch option {name!r}, to different values; unset one of them"
+            )
+        found[name] = (var, text, value)
+    globals().update({name: value for name, (_, _, value) in found.items()})
 
 
 @contextlib.contextmanager
@@ -211,4 +270,40 @@ def patch(**changes: Any) -> Iterator[None]:
         globals().update(saved)
 
 
+class _ConfigModule(types.ModuleType):
+    """This module's class: attribute writes are options, checked as ``options`` are.
+
+    Writing an option (or an ``aclgraph_*`` alias) validates the value; writing a name the
+    module does not have raises. Names the module already has (its functions, tables) stay
+    assignable so tests can monkeypatch them; dunders stay free for the import system.
+    """
+
+    def __getattr__(self, name: str) -> Any:  # only for names not in the module's dict
+        if name in ALIASES:
+            return globals()[ALIASES[name]]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}{_did_you_mean(name)}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        option = ALIASES.get(name, name)
+        if option in _TYPES:
+            globals()[option] = check_value(option, value)
+        elif name in globals() or (name.startswith("__") and name.endswith("__")):
+            super().__setattr__(name, value)
+        else:
+            raise AttributeError(
+                f"{__name__}: no option {name!r}{_did_you_mean(name)}; valid options: "
+                f"{', '.join(valid_keys())}"
+            )
+
+    def __delattr__(self, name: str) -> None:
+        if ALIASES.get(name, name) in _TYPES:
+            raise AttributeError(f"{__name__}.{name} is an option and cannot be deleted; "
+                                 "assign a value or use config.patch()")
+        super().__delattr__(name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(ALIASES))
+
+
+sys.modules[__name__].__class__ = _ConfigModule
 _read_environment()
