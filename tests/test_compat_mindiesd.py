@@ -1,0 +1,307 @@
+"""graphdispatch.compat.mindiesd (issue 9): seed 000's scenarios A and B run with only the import
+line changed, with eager PyTorch as the oracle; its switches are graphdispatch.config's
+options; importing it loads no compile stack; docs/migrating.md's examples run."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+import torch
+
+import graphdispatch
+from graphdispatch import backend, config, device_graphs
+from graphdispatch.compat import mindiesd
+from graphdispatch.compat.mindiesd import CompilationConfig, MindieSDBackend, create_aclgraph_backend
+
+MIGRATING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "migrating.md"
+SEED_DEFAULTS = {"aclgraph_only": False, "aclgraph_with_compile": False,
+                 "aclgraph_lazy_capture": False, "aclgraph_max_entries": 0, "safe_output_mode": True}
+
+
+@pytest.fixture(autouse=True)
+def restore_config():
+    with config.patch():  # CompilationConfig writes graphdispatch.config; restore it after each test
+        yield
+
+
+def run_fresh(code: str, **env_vars: str) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter, without the developer's GRAPHDISPATCH_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(config.ENV_PREFIX)}
+    env.update(env_vars)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+def last_json(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def tiny_model() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8)).eval()
+
+
+def run_and_compare(compiled, model, calls: int = 3) -> None:
+    with torch.no_grad():
+        for _ in range(calls):
+            x = torch.randn(4, 8)
+            torch.testing.assert_close(compiled(x), model(x))
+
+
+def assert_replayed(route: str, captures: int = 1) -> None:
+    stats = graphdispatch.stats()
+    assert stats["routes"] == {route: 1}
+    assert stats["captures"] == captures and stats["replays"] >= 2
+    assert stats["fallbacks"] == {}
+
+
+# ---- import -----------------------------------------------------------------------------------
+
+def test_import_loads_no_compile_stack_and_seed_defaults():
+    out = last_json(run_fresh(textwrap.dedent("""
+        import json, sys
+        import torch
+        before = set(sys.modules)
+        from graphdispatch.compat.mindiesd import CompilationConfig, MindieSDBackend
+        added = set(sys.modules) - before
+        print(json.dumps({
+            "heavy": sorted(m for m in added if m.split(".")[0] == "sympy"
+                            or m.startswith(("torch._dynamo", "torch._inductor"))),
+            "backend_loaded": "graphdispatch.backend" in added,
+            "extension_loaded": "graphdispatch._C" in added,
+            "defaults": {name: getattr(CompilationConfig, name) for name in %r},
+        }))
+    """ % list(SEED_DEFAULTS))))
+    assert out["heavy"] == []
+    assert out["backend_loaded"] is False and out["extension_loaded"] is False
+    assert out["defaults"] == SEED_DEFAULTS
+
+
+def test_import_with_heavy_modules_blocked():
+    # Set to None, each of the three raises ImportError on import: an import that needed one
+    # (even one that swallowed the error) leaves it missing from still_none.
+    out = last_json(run_fresh(textwrap.dedent("""
+        import json, sys
+        import torch
+        for name in ("torch._dynamo", "torch._inductor", "sympy"):
+            sys.modules[name] = None
+        from graphdispatch.compat.mindiesd import CompilationConfig
+        CompilationConfig.aclgraph_max_entries = 2
+        import graphdispatch
+        print(json.dumps({"still_none": [n for n in ("torch._dynamo", "torch._inductor", "sympy")
+                                         if sys.modules[n] is None],
+                          "max_entries": graphdispatch.config.max_entries}))
+    """)))
+    assert out["still_none"] == ["torch._dynamo", "torch._inductor", "sympy"]
+    assert out["max_entries"] == 2
+
+
+# ---- CompilationConfig --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("switch, option, value", [
+    ("aclgraph_only", "graph_only", True),
+    ("aclgraph_with_compile", "graph_with_compile", True),
+    ("aclgraph_lazy_capture", "lazy_capture", True),
+    ("aclgraph_max_entries", "max_entries", 6),
+    ("safe_output_mode", "safe_output_mode", False),
+])
+def test_switches_are_config_options(switch, option, value):
+    setattr(CompilationConfig, switch, value)
+    assert getattr(config, option) == value and getattr(CompilationConfig, switch) == value
+    assert getattr(CompilationConfig(), switch) == value
+    default = SEED_DEFAULTS[switch]
+    setattr(config, option, default)  # and the other way round
+    assert getattr(CompilationConfig, switch) == default
+    setattr(CompilationConfig(), switch, value)  # an instance writes the same switch
+    assert getattr(config, option) == value
+
+
+@pytest.mark.parametrize("switch, value, error, message", [
+    ("aclgraph_only", 1, TypeError, "'graph_only': expected bool, got int"),
+    ("aclgraph_max_entries", -1, ValueError, "'max_entries': expected an int in [0, 2**63 - 1]"),
+    ("aclgraph_max_entries", 2**63, ValueError, "'max_entries': expected an int in [0, 2**63 - 1]"),
+    ("safe_output_mode", "no", TypeError, "'safe_output_mode': expected bool, got str"),
+])
+def test_switch_values_checked_when_set(switch, value, error, message):
+    before = config.defaults()
+    with pytest.raises(error) as info:
+        setattr(CompilationConfig, switch, value)
+    assert message in str(info.value)
+    assert config.defaults() == before
+
+
+@pytest.mark.parametrize("target", [CompilationConfig, CompilationConfig()], ids=["class", "instance"])
+def test_unknown_switch_raises(target):
+    with pytest.raises(AttributeError, match="no switch 'aclgraph_onyl' \\(did you mean 'aclgraph_only'\\?\\)"):
+        target.aclgraph_onyl = True
+    with pytest.raises(AttributeError, match="no switch 'aclgraph_max_entry'"):
+        target.aclgraph_max_entry  # noqa: B018
+    # graphdispatch options that are not seed switches are set on graphdispatch.config.
+    with pytest.raises(AttributeError, match="no switch 'device_graph'"):
+        target.device_graph = "emulated"
+    assert config.device_graph == config.check()["device_graph"]
+
+
+# ---- the seed's scenarios (only the import line changed) ---------------------------------------
+
+def test_scenario_a_graph_only():
+    graphdispatch.config.device_graph = "emulated"  # the CPU has no device graph of its own
+    model = tiny_model()
+    CompilationConfig.aclgraph_only = True
+    compiled = torch.compile(model, backend=MindieSDBackend())
+    run_and_compare(compiled, model)
+    assert_replayed("graph_only")
+
+
+@pytest.mark.inductor
+def test_scenario_b_graph_with_compile():
+    graphdispatch.config.device_graph = "emulated"
+    model = tiny_model()
+    CompilationConfig.aclgraph_with_compile = True
+    compiled = torch.compile(model, backend=MindieSDBackend())
+    run_and_compare(compiled, model)
+    assert_replayed("graph_with_compile")
+
+
+@pytest.fixture
+def stub_inductor(monkeypatch):
+    """Inductor replaced by the FX graph itself: routing is checked here, not Inductor's code."""
+    calls = []
+
+    def compile_fx(gm, example_inputs, cudagraphs):
+        calls.append(cudagraphs)
+        return gm.forward
+
+    monkeypatch.setattr(backend, "_inductor", compile_fx)
+    return calls
+
+
+@pytest.mark.parametrize("only, with_compile, device_graph, route", [
+    (False, False, "emulated", "default"),
+    (True, False, "emulated", "graph_only"),
+    (False, True, "emulated", "graph_with_compile"),
+    (True, True, "emulated", "graph_with_compile"),  # with_compile first (seed)
+    (True, False, "auto", "default"),  # no device graph for CPU inputs: the seed's else branch
+    (False, True, "auto", "default"),
+])
+def test_seed_routing_rule(stub_inductor, caplog, only, with_compile, device_graph, route):
+    graphdispatch.config.device_graph = device_graph
+    CompilationConfig.aclgraph_only = only
+    CompilationConfig.aclgraph_with_compile = with_compile
+    model = tiny_model()
+    with caplog.at_level("INFO", logger="graphdispatch"):
+        run_and_compare(torch.compile(model, backend=MindieSDBackend()), model)
+    stats = graphdispatch.stats()
+    assert stats["routes"] == {route: 1}
+    assert stats["captures"] == (0 if route == "default" else 1)
+    # Inductor runs on the two routes that compile, with its own cudagraphs off.
+    assert stub_inductor == ([] if route == "graph_only" else [False])
+    assert any(f"route {route}" in r.getMessage() for r in caplog.records)
+
+
+def test_switches_reach_the_runner(monkeypatch):
+    built = []
+    build_runner = backend.build_runner
+    monkeypatch.setattr(backend, "build_runner", lambda *args: built.append(args[-1]) or build_runner(*args))
+    graphdispatch.config.device_graph = "emulated"
+    CompilationConfig.aclgraph_only = True
+    CompilationConfig.aclgraph_lazy_capture = True
+    CompilationConfig.aclgraph_max_entries = 1
+    CompilationConfig.safe_output_mode = False
+    # dynamic=True: one graph whose runner sees every size, so max_entries=1 must evict.
+    fn = torch.compile(lambda x: x * 2 + 1, backend=MindieSDBackend(), dynamic=True)
+    x3 = torch.randn(3)
+    first = fn(x3)
+    kept = first.clone()
+    second = fn(x3)
+    assert torch.equal(second, x3 * 2 + 1) and torch.equal(first, kept)
+    # Unsafe mode hands out the static output: both results share the graph's storage.
+    assert first.data_ptr() == second.data_ptr()
+    for n in (4, 3):  # FIFO with one slot (seed): each new size evicts the previous one
+        x = torch.randn(n)
+        assert torch.equal(fn(x), x * 2 + 1)
+    assert len(built) == 1
+    assert {k: built[0][k] for k in ("lazy_capture", "max_entries", "safe_output_mode")} == {
+        "lazy_capture": True, "max_entries": 1, "safe_output_mode": False}
+    stats = graphdispatch.stats()
+    assert stats["captures"] == 3 and stats["evictions"] == 2 and stats["fallbacks"] == {}
+
+
+def test_safe_output_mode_default_returns_clones():
+    graphdispatch.config.device_graph = "emulated"
+    CompilationConfig.aclgraph_only = True
+    fn = torch.compile(lambda x: x + 1, backend=MindieSDBackend())
+    x = torch.randn(6)
+    first, second = fn(x), fn(x)
+    assert first.data_ptr() != second.data_ptr()
+    assert torch.equal(first, x + 1) and torch.equal(second, x + 1)
+
+
+def test_create_aclgraph_backend_captures_without_compiling(stub_inductor):
+    graphdispatch.config.device_graph = "emulated"
+    CompilationConfig.aclgraph_with_compile = True  # the capture backend alone ignores it
+    model = tiny_model()
+    run_and_compare(torch.compile(model, backend=create_aclgraph_backend()), model)
+    assert_replayed("graph_only")
+    assert stub_inductor == []
+
+
+# ---- NPU graph availability (seed: both the graph class and the capture context) -------------
+
+@pytest.mark.parametrize("has_graph_class, has_context, present", [
+    (True, True, True), (True, False, True), (False, True, True), (False, False, True),
+    (True, True, False),
+])
+def test_npu_graph_available(monkeypatch, has_graph_class, has_context, present):
+    fake = types.SimpleNamespace(is_available=lambda: present)
+    if has_graph_class:
+        fake.NPUGraph = object
+    if has_context:
+        fake.graph = object
+    monkeypatch.setattr(torch, "npu", fake, raising=False)
+    expected = has_graph_class and has_context and present
+    assert mindiesd.npu_graph_available() is expected
+    # The router applies the same rule to NPU inputs.
+    reason = device_graphs.unavailable_reason("npu", types.SimpleNamespace(type="npu"))
+    assert (reason is None) is expected
+
+
+def test_npu_graph_unavailable_without_torch_npu(monkeypatch):
+    monkeypatch.delattr(torch, "npu", raising=False)
+    assert mindiesd.npu_graph_available() is False
+
+
+# ---- docs/migrating.md -------------------------------------------------------------------------
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", MIGRATING.read_text(), flags=re.S)
+
+
+def test_migrating_has_both_scenarios_and_reduce_overhead():
+    blocks = python_blocks()
+    assert len(blocks) == 3
+    assert "aclgraph_only = True" in blocks[0] and "aclgraph_with_compile = True" in blocks[1]
+    assert 'mode="reduce-overhead"' in blocks[2]
+    for block in blocks[:2]:
+        assert "from graphdispatch.compat.mindiesd import MindieSDBackend, CompilationConfig" in block
+
+
+@pytest.mark.inductor
+@pytest.mark.parametrize("index, route", [(0, "graph_only"), (1, "graph_with_compile"),
+                                          (2, "graph_with_compile")])
+def test_migrating_examples_run(index, route):
+    # As the issue asks: on the CPU, device_graph = "emulated" is set before the example.
+    code = ("import graphdispatch\ngraphdispatch.config.device_graph = 'emulated'\n"
+            + python_blocks()[index]
+            + "\nimport json\nprint(json.dumps(graphdispatch.stats()))\n")
+    stats = last_json(run_fresh(code))
+    assert stats["routes"] == {route: 1}
+    assert stats["captures"] >= 1 and stats["replays"] >= 2 and stats["fallbacks"] == {}
