@@ -129,6 +129,7 @@ def attempt(**kwargs):
 errors = {
     "unknown_key": attempt(options={"max_entriez": 1}),
     "wrong_type": attempt(options={"max-entries": "4"}),
+    "too_large": attempt(options={"warmup_iters": 2**63}),
     "not_mapping": attempt(options=[("graph_only", True)]),
     "unknown_mode": attempt(mode="max-autotune"),
 }
@@ -150,6 +151,8 @@ def test_invalid_options_through_torch_compile_raise_before_setup(run_py):
     assert "unknown option 'max_entriez'" in errors["unknown_key"]["message"]
     assert "valid options: copy_stream, device_graph" in errors["unknown_key"]["message"]
     assert "'max_entries': expected int, got str" in errors["wrong_type"]["message"]
+    # C38: used to pass here and fail in pybind11 at the first call, naming no option.
+    assert "'warmup_iters': expected an int in [0, 2**63 - 1]" in errors["too_large"]["message"]
     assert "must be a mapping" in errors["not_mapping"]["message"]
     assert "unknown mode 'max-autotune'" in errors["unknown_mode"]["message"]
     assert "'reduce-overhead'" in errors["unknown_mode"]["message"]
