@@ -125,9 +125,12 @@ def test_switches_are_config_options(switch, option, value):
 
 
 @pytest.mark.parametrize("switch, value, error, message", [
-    ("aclgraph_only", 1, TypeError, "'graph_only': expected bool, got int"),
-    ("aclgraph_max_entries", -1, ValueError, "'max_entries': expected an int in [0, 2**63 - 1]"),
-    ("aclgraph_max_entries", 2**63, ValueError, "'max_entries': expected an int in [0, 2**63 - 1]"),
+    ("aclgraph_only", 1, TypeError,
+     "'graph_only' (given as 'aclgraph_only'): expected bool, got int"),
+    ("aclgraph_max_entries", -1, ValueError,
+     "'max_entries' (given as 'aclgraph_max_entries'): expected an int in [0, 2**63 - 1]"),
+    ("aclgraph_max_entries", 2**63, ValueError,
+     "'max_entries' (given as 'aclgraph_max_entries'): expected an int in [0, 2**63 - 1]"),
     ("safe_output_mode", "no", TypeError, "'safe_output_mode': expected bool, got str"),
 ])
 def test_switch_values_checked_when_set(switch, value, error, message):

@@ -78,7 +78,8 @@ def test_attribute_write_checked_as_option(name, value):
     with pytest.raises(from_options.type) as from_attribute:
         setattr(config, name, value)
     assert str(from_attribute.value) == str(from_options.value)
-    assert config.ALIASES.get(name, name) in str(from_attribute.value)
+    message = str(from_attribute.value)
+    assert repr(config.ALIASES.get(name, name)) in message and repr(name) in message
     assert config.defaults() == before
 
 

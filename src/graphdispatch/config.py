@@ -123,25 +123,29 @@ def _describe_range(low: int, high: int) -> str:
     return f"[{low}, {'2**63 - 1' if high == _INT64_MAX else high}]"
 
 
-def check_value(name: str, value: Any) -> Any:
-    """``value`` if it is valid for option ``name``; TypeError/ValueError naming both otherwise."""
+def check_value(name: str, value: Any, given: str | None = None) -> Any:
+    """``value`` if it is valid for option ``name``; TypeError/ValueError naming both otherwise.
+
+    ``given`` is the key as the user wrote it (an alias, a ``-`` spelling), named too.
+    """
     expected = _TYPES[name]
+    label = f"{name!r}" if given in (None, name) else f"{name!r} (given as {given!r})"
     # bool is an int subclass: max_entries=True is a mistake, not 1.
     if type(value) is not expected and not (expected is int and _is_plain_int(value)):
         raise TypeError(
-            f"graphdispatch option {name!r}: expected {expected.__name__}, "
+            f"graphdispatch option {label}: expected {expected.__name__}, "
             f"got {type(value).__name__} {value!r}"
         )
     if name in _CHOICES and value not in _CHOICES[name]:
         raise ValueError(
-            f"graphdispatch option {name!r}: expected one of {', '.join(_CHOICES[name])}, "
+            f"graphdispatch option {label}: expected one of {', '.join(_CHOICES[name])}, "
             f"got {value!r}"
         )
     if expected is int:
         low, high = _INT_RANGES[name]
         if not low <= value <= high:
             raise ValueError(
-                f"graphdispatch option {name!r}: expected an int in {_describe_range(low, high)} "
+                f"graphdispatch option {label}: expected an int in {_describe_range(low, high)} "
                 f"(int64_t in the C++ runtime), got {value}"
             )
     return value
@@ -165,7 +169,7 @@ def normalize(options: Any, *, source: str = "options") -> dict[str, Any]:
         name = canonical_key(key)
         if name in out and out[name] != value:
             raise ValueError(f"graphdispatch {source}: option {name!r} given twice with different values")
-        out[name] = check_value(name, value)
+        out[name] = check_value(name, value, key)
     return out
 
 
@@ -286,7 +290,7 @@ class _ConfigModule(types.ModuleType):
     def __setattr__(self, name: str, value: Any) -> None:
         option = ALIASES.get(name, name)
         if option in _TYPES:
-            globals()[option] = check_value(option, value)
+            globals()[option] = check_value(option, value, name)
         elif name in globals() or (name.startswith("__") and name.endswith("__")):
             super().__setattr__(name, value)
         else:

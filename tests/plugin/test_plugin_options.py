@@ -150,7 +150,7 @@ def test_invalid_options_through_torch_compile_raise_before_setup(run_py):
     assert all(e is not None and e["type"] == "BackendCompilerFailed" for e in errors.values()), errors
     assert "unknown option 'max_entriez'" in errors["unknown_key"]["message"]
     assert "valid options: copy_stream, device_graph" in errors["unknown_key"]["message"]
-    assert "'max_entries': expected int, got str" in errors["wrong_type"]["message"]
+    assert "'max_entries' (given as 'max-entries'): expected int, got str" in errors["wrong_type"]["message"]
     # C38: used to pass here and fail in pybind11 at the first call, naming no option.
     assert "'warmup_iters': expected an int in [0, 2**63 - 1]" in errors["too_large"]["message"]
     assert "must be a mapping" in errors["not_mapping"]["message"]

@@ -32,22 +32,18 @@ from .. import config
 
 __all__ = ["CompilationConfig", "MindieSDBackend", "create_aclgraph_backend", "npu_graph_available"]
 
-# The seed's switches (compiliation_config.py) and the graphdispatch option each one is.
-SWITCHES: dict[str, str] = {
-    "aclgraph_only": "graph_only",
-    "aclgraph_with_compile": "graph_with_compile",
-    "aclgraph_lazy_capture": "lazy_capture",
-    "aclgraph_max_entries": "max_entries",
-    "safe_output_mode": "safe_output_mode",
-}
+# The seed's switches (compiliation_config.py). Each is a graphdispatch.config attribute: an
+# alias of graph_only, graph_with_compile, lazy_capture, max_entries, or safe_output_mode itself.
+SWITCHES = ("aclgraph_only", "aclgraph_with_compile", "aclgraph_lazy_capture",
+            "aclgraph_max_entries", "safe_output_mode")
 
 
-def _option(switch: str) -> str:
-    if switch in SWITCHES:
-        return SWITCHES[switch]
-    close = difflib.get_close_matches(switch, SWITCHES, n=1)
+def _switch(name: str) -> str:
+    if name in SWITCHES:
+        return name
+    close = difflib.get_close_matches(name, SWITCHES, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise AttributeError(f"CompilationConfig has no switch {switch!r}{hint}; switches: "
+    raise AttributeError(f"CompilationConfig has no switch {name!r}{hint}; switches: "
                          f"{', '.join(SWITCHES)}")
 
 
@@ -55,10 +51,10 @@ class _Switches(type):
     """Class-attribute access of ``CompilationConfig``, forwarded to ``graphdispatch.config``."""
 
     def __getattr__(cls, name: str) -> Any:  # only for names the class does not have
-        return getattr(config, _option(name))
+        return getattr(config, _switch(name))
 
     def __setattr__(cls, name: str, value: Any) -> None:
-        setattr(config, _option(name), value)
+        setattr(config, _switch(name), value)
 
     def __delattr__(cls, name: str) -> None:
         raise AttributeError(f"CompilationConfig.{name} cannot be deleted; assign its default")
