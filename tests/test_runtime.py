@@ -22,7 +22,7 @@ def compiled(fn, **options):
 
 # ---- cache key -------------------------------------------------------------------------------
 
-def test_strides_key_separate_entries():
+def test_strides_key_separate_entries_alignment_does_not():
     r = runner(lambda x: (x * 2 + 1,), 1)
     big = torch.randn(64, 64)
     layouts = [torch.randn(64, 32), torch.randn(32, 64).t(), big[::2, :32], big.flatten()[1:2049].view(64, 32)]
@@ -30,8 +30,10 @@ def test_strides_key_separate_entries():
         (y,) = r(x)
         assert torch.equal(y, x * 2 + 1)
         assert y.stride() == (x * 2 + 1).stride()
-    assert r.num_entries == 4
-    assert graphdispatch.stats()["captures"] == 4
+    # The misaligned view shares the contiguous layout's entry: a copied input's offset
+    # changes no kernel (case C23).
+    assert r.num_entries == 3
+    assert graphdispatch.stats()["captures"] == 3
 
 
 def test_scalar_values_key_separate_entries():
@@ -43,16 +45,20 @@ def test_scalar_values_key_separate_entries():
     assert r.num_entries == 5  # 0.5, 1.5, 2.5, 3, True
 
 
-def test_grad_and_inference_modes_key_separate_entries():
+def test_grad_mode_keys_separate_entries_inference_mode_does_not():
     r = runner(lambda x: (x + 1,), 1)
     x = torch.randn(3)
     r(x)
     with torch.no_grad():
         r(x)
-    with torch.inference_mode():
-        (y,) = r(torch.randn(3))
-        assert y.is_inference()
-    assert r.num_entries == 3
+    assert r.num_entries == 2
+    with torch.inference_mode():  # no_grad's entry: inference mode changes no kernel (C25)
+        x = torch.randn(3)
+        (y,) = r(x)
+        assert y.is_inference() and torch.equal(y, x + 1)
+    assert r.num_entries == 2
+    (y,) = r(torch.ones(3))  # the entry still serves calls outside inference mode
+    assert not y.is_inference() and torch.equal(y, torch.full((3,), 2.0))
 
 
 def test_autocast_keys_separate_entries():
@@ -230,16 +236,20 @@ def test_inference_mode_captures_and_applies_mutations_once():
     assert torch.equal(x0, torch.full((3,), 3.0)) and torch.equal(y, torch.full((3,), 6.0))
     stats = graphdispatch.stats()
     assert stats["fallbacks"] == {}
-    assert stats["captures"] == 1 and stats["replays"] == 3 and stats["cache_misses"] == 1
+    # Captured at compile time (outside inference mode, where Dynamo compiles); every call hits.
+    assert stats["captures"] == 1 and stats["replays"] == 3 and stats["cache_misses"] == 0
 
 
 def test_output_view_of_input_keeps_eager_aliasing():
     fn = compiled(lambda x: x[1:])
     x, x_eager = torch.zeros(4), torch.zeros(4)
-    fn(x).add_(1)
-    x_eager[1:].add_(1)
+    for _ in range(2):
+        fn(x).add_(1)
+        x_eager[1:].add_(1)
     assert torch.equal(x, x_eager)
-    assert graphdispatch.stats()["fallbacks"] == {"output_aliases_input": 1}
+    # Rebuilt on the caller's tensor, not refused (case C40).
+    assert graphdispatch.stats()["fallbacks"] == {}
+    assert graphdispatch.stats()["replays"] == 2
 
 
 def test_zero_size_inputs_are_not_aliased():

@@ -1,10 +1,10 @@
 #include "runtime/entry.h"
 
 #include <ATen/Context.h>
-#include <ATen/MemoryOverlap.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/record_function.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -55,28 +55,43 @@ c10::Device device_of(const std::vector<c10::IValue>& inputs) {
   return c10::kCPU;
 }
 
-std::string Entry::refusal_reason(const std::vector<c10::IValue>& inputs, bool has_aliasing) {
-  if (has_aliasing) return "aliased_inputs";
+namespace {
+
+// "input 3: [2, 4]/float32 strides (1, 0)": what a fallback warning names.
+std::string describe_input(const at::Tensor& t, std::size_t position) {
+  std::string out = "input " + std::to_string(position) + ": " + describe_tensor(t) + " strides (";
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (d) out += ", ";
+    out += std::to_string(t.stride(d));
+  }
+  return out + ")";
+}
+
+}  // namespace
+
+Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, bool has_aliasing) {
+  if (has_aliasing) return {"aliased_inputs", "two dynamic inputs share storage"};
   const c10::Device device = device_of(inputs);
   const bool grad = at::GradMode::is_enabled();
-  for (const auto& v : inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& v = inputs[i];
     // A graph advances only the generators it registered at capture; an explicit one would
     // hand every replay the same numbers.
-    if (v.isGenerator()) return "explicit_generator";
+    if (v.isGenerator()) return {"explicit_generator", "input " + std::to_string(i) + ": a torch.Generator"};
     if (!v.isTensor()) continue;
     const auto& t = v.toTensor();
+    auto refuse = [&](const char* reason) { return Refusal{reason, describe_input(t, i)}; };
     // A CPU tensor beside device tensors would be read on the host at capture and baked in.
-    if (t.device() != device) return "mixed_devices";
+    if (t.device() != device) return refuse("mixed_devices");
     // A graph replay records no autograd history; eager would.
-    if (grad && t.requires_grad()) return "requires_grad";
-    if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return "overlapping_input";
+    if (grad && t.requires_grad()) return refuse("requires_grad");
     // A buffer made by empty_strided would be a plain tensor: the subclass's behaviour (or a
     // zero tensor's absence of data) would be lost.
     if (t.unsafeGetTensorImpl()->is_python_dispatch() || t._is_zerotensor()) {
-      return "unsupported_tensor";
+      return refuse("unsupported_tensor");
     }
   }
-  return "";
+  return {};
 }
 
 std::shared_ptr<Entry> Entry::negative(std::string reason, std::string detail) {
@@ -90,6 +105,13 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
                                       const std::vector<bool>& is_static,
                                       DeviceGraphFactory& graphs, const RunnerOptions& options) {
   RECORD_FUNCTION("graphdispatch::capture", std::vector<c10::IValue>());
+  // Note [Inference mode]: InferenceMode(false) also turns grad mode on; put it back off.
+  std::optional<c10::InferenceMode> not_inference;
+  std::optional<at::AutoGradMode> no_grad;
+  if (c10::InferenceMode::is_enabled()) {
+    not_inference.emplace(false);
+    no_grad.emplace(false);
+  }
   std::shared_ptr<Entry> e(new Entry());
   e->device_ = device_of(inputs);
   e->pipeline_ = &CopyPipeline::for_device(e->device_);
@@ -105,6 +127,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
     } else {
       const auto& t = v.toTensor();
       e->dynamic_positions_.push_back(i);
+      e->expanded_.push_back(is_expanded(t));
+      // Same strides, zero ones included: the buffer is expanded as the input is.
       e->static_inputs_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
       const auto& known = options.mutated_inputs;
       if (std::find(known.begin(), known.end(), i) != known.end()) e->mutated_.push_back(i);
@@ -136,6 +160,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   }
   graph->capture_end();
   if (graph->runs_during_capture()) rng.restore();
+  e->find_output_views();
   e->graph_ = std::move(graph);
   return e;
 }
@@ -153,18 +178,17 @@ void Entry::fill_buffers(const std::vector<c10::IValue>& inputs) {
   std::vector<at::Tensor> dst, src;
   dst.reserve(dynamic_positions_.size());
   src.reserve(dynamic_positions_.size());
-  for (auto i : dynamic_positions_) {
-    dst.push_back(static_inputs_[i].toTensor());
-    src.push_back(inputs[i].toTensor());
+  for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
+    const auto i = dynamic_positions_[k];
+    dst.push_back(copied_part(static_inputs_[i].toTensor(), k));
+    src.push_back(copied_part(inputs[i].toTensor(), k));
   }
   pipeline_->copy(dst, src, /*on_copy_stream=*/false);
 }
 
 std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn) {
-  // Inference tensors have no version counter: for them only the schema-derived
-  // RunnerOptions::mutated_inputs (already in mutated_) tell which buffers the work writes.
-  constexpr std::int64_t kUntracked = -1;
-  auto version = [](const at::Tensor& t) { return t.is_inference() ? kUntracked : t._version(); };
+  // The buffers are never inference tensors (Note [Inference mode]): they all count versions.
+  auto version = [](const at::Tensor& t) { return t._version(); };
   std::vector<std::int64_t> versions;
   versions.reserve(dynamic_positions_.size());
   for (auto i : dynamic_positions_) versions.push_back(version(static_inputs_[i].toTensor()));
@@ -183,10 +207,30 @@ void Entry::rerun_into_outputs(const Callable& fn) {
   auto outputs = fn(static_inputs_);
   TORCH_INTERNAL_ASSERT(outputs.size() == static_outputs_.size());
   for (std::size_t k = 0; k < outputs.size(); ++k) {
-    if (!outputs[k].isTensor()) continue;
+    // Views of inputs are rebuilt on the caller's tensors; nothing to refresh.
+    if (!outputs[k].isTensor() || output_views_[k]) continue;
     auto& dst = static_outputs_[k].toTensor();
     const auto& src = outputs[k].toTensor();
-    if (!dst.is_same(src)) dst.copy_(src);
+    if (dst.is_same(src)) continue;
+    // A zero-stride output is written through its unexpanded part (Note [Expanded tensors]).
+    if (is_expanded(dst)) {
+      unexpanded(dst).copy_(unexpanded(src));
+    } else {
+      dst.copy_(src);
+    }
+  }
+}
+
+void Entry::find_output_views() {
+  output_views_.assign(static_outputs_.size(), std::nullopt);
+  for (std::size_t k = 0; k < static_outputs_.size(); ++k) {
+    if (!static_outputs_[k].isTensor()) continue;
+    const auto& out = static_outputs_[k].toTensor();
+    for (std::size_t i = 0; i < static_inputs_.size() && !output_views_[k]; ++i) {
+      if (static_inputs_[i].isTensor()) {
+        output_views_[k] = view_of_input(out, static_inputs_[i].toTensor(), i);
+      }
+    }
   }
 }
 
@@ -207,7 +251,8 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<at::Tensor> dst, src;
   std::int64_t bytes = 0, skipped = 0;
-  for (auto i : dynamic_positions_) {
+  for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
+    const auto i = dynamic_positions_[k];
     const auto& buffer = static_inputs_[i].toTensor();
     const auto& given = inputs[i].toTensor();
     check_input_match(buffer, given, i);
@@ -215,9 +260,9 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
       ++skipped;
       continue;
     }
-    dst.push_back(buffer);
-    src.push_back(given);
-    bytes += static_cast<std::int64_t>(given.nbytes());
+    dst.push_back(copied_part(buffer, k));
+    src.push_back(copied_part(given, k));
+    bytes += static_cast<std::int64_t>(src.back().nbytes());
   }
   pipeline_->copy(dst, src, options.copy_stream);
   graph_->replay();
@@ -229,12 +274,17 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   stats.replays.fetch_add(1, std::memory_order_relaxed);
   stats.bytes_copied.fetch_add(bytes, std::memory_order_relaxed);
   stats.copies_skipped.fetch_add(skipped, std::memory_order_relaxed);
-  if (!options.safe_output_mode) return static_outputs_;
   std::vector<c10::IValue> outputs;
   outputs.reserve(static_outputs_.size());
-  for (const auto& v : static_outputs_) {
-    outputs.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone(at::MemoryFormat::Preserve))
-                                   : v);
+  for (std::size_t k = 0; k < static_outputs_.size(); ++k) {
+    const auto& v = static_outputs_[k];
+    if (output_views_[k]) {
+      outputs.emplace_back(output_views_[k]->of(inputs[output_views_[k]->position].toTensor()));
+    } else if (v.isTensor() && options.safe_output_mode) {
+      outputs.emplace_back(clone_keeping_layout(v.toTensor()));
+    } else {
+      outputs.push_back(v);
+    }
   }
   return outputs;
 }

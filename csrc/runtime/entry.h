@@ -5,12 +5,14 @@
 #include "runtime/runner_options.h"
 #include "runtime/signature.h"
 #include "runtime/stats.h"
+#include "runtime/tensor_layout.h"
 
 #include <ATen/core/ivalue.h>
 
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,13 @@ namespace graphdispatch {
 // and caller memory is never used as a buffer. Warmup and capture run on the buffers, so a
 // mutation of a dynamic input reaches the caller only through the copy-back after replay:
 // exactly once per call, as in eager.
+
+// Note [Inference mode]
+// Tensors made under torch.inference_mode() are inference tensors: they cannot be written
+// outside it. An entry's buffers and static outputs are written by every replay, whatever the
+// caller's mode, so capture always runs outside inference mode (grad mode as the call has it,
+// which inference mode turns off). Kernels do not depend on the mode, so the cache key leaves it
+// out and one entry serves calls in and out of inference mode (case C25).
 
 /// The device a call runs on: the first non-CPU tensor input's, else the CPU.
 c10::Device device_of(const std::vector<c10::IValue>& inputs);
@@ -44,10 +53,16 @@ class Entry final {
   /// An entry that serves every call through the fallback path, for `reason`.
   static std::shared_ptr<Entry> negative(std::string reason, std::string detail);
 
-  /// Why a call with these inputs cannot be captured (mixed devices, aliasing, autograd,
-  /// overlapping memory, an explicit generator, a tensor subclass or zero tensor), or "" when
-  /// it can.
-  static std::string refusal_reason(const std::vector<c10::IValue>& inputs, bool has_aliasing);
+  /// Why a call with these inputs cannot be captured, with the input that decides it.
+  struct Refusal final {
+    /// mixed_devices, aliased_inputs, requires_grad, explicit_generator, unsupported_tensor;
+    /// "" when the call can be captured. Self-overlapping inputs are not refused: a buffer with
+    /// the same strides overlaps the same way, so a copy writes each location one value.
+    std::string reason;
+    /// "input 3: [2, 4]/float32 strides (1, 0)" (or "inputs 1 and 2 share storage").
+    std::string detail;
+  };
+  static Refusal refusal(const std::vector<c10::IValue>& inputs, bool has_aliasing);
 
   Entry(const Entry&) = delete;
   Entry& operator=(const Entry&) = delete;
@@ -75,14 +90,25 @@ class Entry final {
   /// Runs `fn` on the buffers and records which dynamic buffers it mutated.
   std::vector<c10::IValue> run_on_buffers(const Callable& fn);
   void rerun_into_outputs(const Callable& fn);
+  /// Finds the outputs that are views of inputs (after the capture run).
+  void find_output_views();
+  /// The tensors a copy between the caller's input `i` and its buffer moves (Note [Expanded
+  /// tensors]).
+  at::Tensor copied_part(const at::Tensor& t, std::size_t k) const {
+    return expanded_[k] ? unexpanded(t) : t;
+  }
 
   c10::Device device_{c10::kCPU};
   std::vector<c10::IValue> static_inputs_;
   std::vector<std::size_t> dynamic_positions_;
+  std::vector<bool> expanded_;  // per dynamic input: copied through its unexpanded part
   std::vector<std::size_t> static_positions_;
   std::vector<const void*> static_data_ptrs_;  // not owned: compared, never dereferenced
   std::vector<std::size_t> mutated_;
   std::vector<c10::IValue> static_outputs_;
+  // Per output: where it lies in an input, for outputs that are (views of) inputs. Such an
+  // output is rebuilt on the caller's tensor, as eager returns it (cases C24, C40).
+  std::vector<std::optional<InputView>> output_views_;
   std::unique_ptr<DeviceGraph> graph_;
   CopyPipeline* pipeline_ = nullptr;  // not owned: pipelines live for the whole process
   std::string reason_;

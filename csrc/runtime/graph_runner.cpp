@@ -66,9 +66,9 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
   if (auto found = lookup(sig); found && found != stale) return found;
 
   std::shared_ptr<Entry> entry;
-  std::string reason = Entry::refusal_reason(inputs, sig.has_aliasing());
-  if (!reason.empty()) {
-    entry = Entry::negative(reason, "");
+  auto refusal = Entry::refusal(inputs, sig.has_aliasing());
+  if (!refusal.reason.empty()) {
+    entry = Entry::negative(std::move(refusal.reason), std::move(refusal.detail));
   } else {
     try {
       entry = Entry::capture(fn_, inputs, is_static_, *graphs_, options_);
@@ -107,9 +107,34 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
   return entry;  // `displaced` is destroyed here, outside the cache lock
 }
 
+namespace {
+
+// One line of advice per fallback reason, for the first-fallback warning.
+std::string advice(const std::string& reason) {
+  if (reason == "aliased_inputs") return "pass separate tensors (e.g. .clone() one of them)";
+  if (reason == "mixed_devices") return "move every tensor input to the model's device";
+  if (reason == "requires_grad") {
+    return "call under torch.no_grad() or torch.inference_mode(); graphs record no autograd";
+  }
+  if (reason == "explicit_generator") return "draw random numbers with the global generator";
+  if (reason == "unsupported_tensor") return "pass plain tensors, not tensor subclasses";
+  return "see graphdispatch.stats()['fallbacks']";
+}
+
+}  // namespace
+
 std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
                                                 const std::vector<c10::IValue>& inputs) {
   Stats::get().add_fallback(entry.reason());
+  // A failed capture has been logged with its error when it failed.
+  if (options_.log && entry.reason() != "capture_failed" && state_->first_fallback(entry.reason())) {
+    // Nothing else tells a user whose values are right that no graph ever runs.
+    std::string message = "calls of this graph run without a graph (fallback " + entry.reason() +
+                          ")";
+    if (!entry.detail().empty()) message += ": " + entry.detail().substr(0, 300);
+    options_.log(message + "; " + advice(entry.reason()) +
+                 ". Said once per graph and reason; stats()['fallbacks'] counts every call.");
+  }
   return fn_(inputs);
 }
 

@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 namespace graphdispatch {
@@ -55,6 +57,13 @@ class GraphRunner final {
     Cache cache;
     std::shared_mutex cache_mutex;
     std::mutex capture_mutex;
+    /// True the first time `reason` is seen: each graph warns once per fallback reason.
+    bool first_fallback(const std::string& reason) {
+      std::lock_guard<std::mutex> lock(warned_mutex);
+      return warned.insert(reason).second;
+    }
+    std::mutex warned_mutex;
+    std::set<std::string> warned;
   };
 
   void check_arity(const std::vector<c10::IValue>& inputs) const;

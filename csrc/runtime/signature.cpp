@@ -2,7 +2,6 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
-#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 #include <c10/util/hash.h>
 
@@ -20,7 +19,6 @@ constexpr std::int64_t kAlignmentBytes = 16;
 void append_modes(std::vector<std::int64_t>& w, c10::DeviceType device_type) {
   w.push_back(kModes);
   w.push_back(at::GradMode::is_enabled());
-  w.push_back(c10::InferenceMode::is_enabled());
   for (auto type : {c10::DeviceType::CPU, device_type}) {
     // Device types without autocast (meta, ...) would throw on the query.
     const bool on = at::autocast::is_autocast_available(type) && at::autocast::is_autocast_enabled(type);
@@ -29,7 +27,7 @@ void append_modes(std::vector<std::int64_t>& w, c10::DeviceType device_type) {
   }
 }
 
-void append_tensor(std::vector<std::int64_t>& w, const at::Tensor& t) {
+void append_tensor(std::vector<std::int64_t>& w, const at::Tensor& t, bool is_static) {
   w.push_back(kTensor);
   w.push_back(static_cast<std::int64_t>(t.device().type()));
   w.push_back(t.device().index());
@@ -38,7 +36,11 @@ void append_tensor(std::vector<std::int64_t>& w, const at::Tensor& t) {
   w.push_back(t.dim());
   for (auto s : t.sizes()) w.push_back(s);
   for (auto s : t.strides()) w.push_back(s);
-  w.push_back((t.storage_offset() * static_cast<std::int64_t>(t.itemsize())) % kAlignmentBytes);
+  // A copied input lands in an entry-owned buffer: the caller's alignment changes no kernel,
+  // and keying on it would capture again for each `scheduler.timesteps[i]` view (case C23).
+  if (is_static) {
+    w.push_back((t.storage_offset() * static_cast<std::int64_t>(t.itemsize())) % kAlignmentBytes);
+  }
 }
 
 // PyTorch's Python names ("float32"), which users see everywhere else.
@@ -72,7 +74,7 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
     const auto& v = inputs[i];
     if (v.isTensor()) {
       const auto& t = v.toTensor();
-      append_tensor(w, t);
+      append_tensor(w, t, is_static[i]);
       if (t.device().type() != c10::DeviceType::CPU) device_type = t.device().type();
       // Tensors without bytes (zero-size: a null data pointer) cannot alias anything.
       if (!is_static[i] && t.has_storage() && t.storage().data() != nullptr) {

@@ -12,12 +12,16 @@ namespace graphdispatch {
 // Note [Cache key]
 // A replay is only correct when everything that decides which kernels run, and how they read
 // their inputs, is what it was at capture. The anchor (seed 000) keys on shapes alone; the key
-// here holds, per tensor input: device type and index, dtype, shape, strides, storage-offset
-// alignment (bytes mod 16, since vectorised kernels pick paths by alignment) and requires_grad;
+// here holds, per tensor input: device type and index, dtype, shape, strides and requires_grad,
+// and for static inputs (read where they are) the storage-offset alignment (bytes mod 16, since
+// vectorised kernels pick paths by alignment; dynamic inputs are copied into fresh buffers);
 // per non-tensor input: its kind and exact value (int, float bits, bool, None; a generator
 // by identity, only so its refusal is cached); and the
-// thread-local modes that change kernels: grad mode, inference mode and autocast (enabled,
-// dtype) for the CPU and for the inputs' device type. Dynamic inputs that share storage add
+// thread-local modes that change kernels: grad mode and autocast (enabled, dtype) for the CPU
+// and for the inputs' device type. Inference mode changes no kernel (entries are captured
+// outside it, Note [Inference mode] in entry.h): a key holding it would capture a graph at
+// compile time, where Dynamo turns it off, that no call under torch.inference_mode() uses
+// (case C25). Dynamic inputs that share storage add
 // which earlier input they alias, so an aliasing call never hits an entry captured without it.
 
 /// A complete cache key: a flat word encoding plus its hash. Value type, cheap to move.

@@ -22,7 +22,16 @@ TEST(Signature, TensorMetadataChangesKey) {
   EXPECT_FALSE(base == sig({at::randn({4, 6}, at::kDouble)}));                  // dtype
   EXPECT_FALSE(base == sig({at::randn({6, 4}).t()}));                           // strides
   EXPECT_FALSE(base == sig({at::randn({4, 6}).set_requires_grad(true)}));       // requires_grad
-  EXPECT_FALSE(base == sig({at::randn({25}).narrow(0, 1, 24).view({4, 6})}));   // alignment
+}
+
+TEST(Signature, AlignmentIsKeyedForStaticInputsOnly) {
+  const auto aligned = at::randn({4, 6});
+  const auto misaligned = at::randn({25}).narrow(0, 1, 24).view({4, 6});
+  // A copied input lands in a fresh buffer: the caller's offset changes no kernel (case C23).
+  EXPECT_EQ(sig({aligned}), sig({misaligned}));
+  // A static input is read where it is.
+  const std::vector<bool> is_static{true};
+  EXPECT_FALSE(Signature::of({aligned}, is_static) == Signature::of({misaligned}, is_static));
 }
 
 TEST(Signature, ScalarValuesAreKeyed) {
@@ -40,8 +49,13 @@ TEST(Signature, ModesAreKeyed) {
     EXPECT_FALSE(plain == sig({x}));
   }
   {
+    // Inference mode changes no kernel: keyed as no_grad, which it implies (case C25).
+    const auto no_grad_key = [&] {
+      at::AutoGradMode no_grad(false);
+      return sig({x});
+    }();
     c10::InferenceMode inference;
-    EXPECT_FALSE(plain == sig({x}));
+    EXPECT_EQ(no_grad_key, sig({x}));
   }
   {
     at::autocast::set_autocast_enabled(at::kCPU, true);

@@ -48,8 +48,8 @@ def stats() -> dict[str, Any]:
     fallback; a thread that found nothing and then waited for another thread's capture of
     the same signature counts as a miss), evictions, copies_skipped, bytes_copied (bytes of dynamic inputs copied into
     entry buffers), recaptures (a parameter moved), fallbacks ({reason: calls served by the
-    non-graph path}: aliased_inputs, mixed_devices, requires_grad, overlapping_input,
-    capture_failed, explicit_generator, data_dependent, output_aliases_input), routes
+    non-graph path}: aliased_inputs, mixed_devices, requires_grad, unsupported_tensor,
+    capture_failed, explicit_generator, data_dependent), routes
     ({route: graphs compiled since the last reset}). Counters are per process; a forked
     child starts from zero.
     """

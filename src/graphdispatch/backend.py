@@ -210,10 +210,9 @@ def build_runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], route:
         copy_stream=options["copy_stream"], max_entries=options["max_entries"],
         eviction=options["eviction"], log=log.warning, mutated_inputs=mutated)
     _RUNNERS.add(runner)
-    # Dynamo compiles with inference mode off even when the call runs in it: a capture now
-    # would be keyed for a mode the calls never have.
-    inference = any(isinstance(v, torch.Tensor) and v.is_inference() for v in example_inputs)
-    if not options["lazy_capture"] and not inference:
+    # Dynamo compiles with inference mode off even when the call runs in it; the cache key
+    # leaves inference mode out, so this capture serves calls under torch.inference_mode() too.
+    if not options["lazy_capture"]:
         try:
             runner.capture(*example_inputs)
         except TypeError as error:  # an input the key cannot hold (e.g. a SymInt): capture lazily

@@ -35,15 +35,12 @@ def graph_refusal(gm: torch.fx.GraphModule) -> str | None:
     "data_dependent": a value the host reads mid-graph (``.item()``, ``nonzero``, boolean-mask
     indexing: unbacked symbols in Dynamo's metadata) — a replay would reuse the capture's value
     or the capture would fail on the sync. "explicit_generator": a graph advances only the
-    generators registered at capture, so an explicit one would repeat its numbers.
-    "output_aliases_input": eager returns a view of the caller's tensor (writes through it
-    reach the caller); a replay can only return the entry's buffer or a clone of it.
+    generators registered at capture, so an explicit one would repeat its numbers. (An output
+    that is a view of an input is no reason: the runtime rebuilds it on the caller's tensor.)
     """
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
     from torch.utils import _pytree as pytree
 
-    if _output_aliases_input(gm):
-        return "output_aliases_input"
     for node in gm.graph.nodes:
         value = node.meta.get("example_value", node.meta.get("val"))
         if any(isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
@@ -55,22 +52,6 @@ def graph_refusal(gm: torch.fx.GraphModule) -> str | None:
                 isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((node.args, node.kwargs))):
             return "explicit_generator"
     return None
-
-
-def _output_aliases_input(gm: torch.fx.GraphModule) -> bool:
-    """True when an output shares storage with an input, by Dynamo's fake tensors (a view of
-    a fake input shares its fake storage)."""
-    from torch.utils import _pytree as pytree
-
-    def storages(values: Any) -> set[int]:
-        return {v.untyped_storage()._cdata for v in pytree.tree_leaves(values)
-                if isinstance(v, torch.Tensor)}
-
-    inputs = storages([n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")])
-    (output,) = gm.graph.find_nodes(op="output")
-    outputs = storages([n.meta.get("example_value") for n in pytree.tree_leaves(output.args[0])
-                        if isinstance(n, torch.fx.Node)])
-    return bool(inputs & outputs)
 
 
 _UNMARKED_RUNNING_STATS = ("aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm")
