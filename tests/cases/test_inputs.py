@@ -93,9 +93,11 @@ def test_c4_layout_change_never_replays_another_layouts_graph():
             (got,) = r(x)
             torch.testing.assert_close(got, scale_shift(x))
             x.normal_()  # new values, same layout
-    assert r.num_entries == len(layouts)
-    assert stats()["captures"] == len(layouts)
-    assert stats()["cache_hits"] == len(layouts)
+    # offset_one is copied into a fresh buffer with contiguous's strides: its offset changes no
+    # kernel, so it replays contiguous's graph (C23); the three stride layouts get their own.
+    assert r.num_entries == len(layouts) - 1
+    assert stats()["captures"] == len(layouts) - 1
+    assert stats()["cache_hits"] == len(layouts) + 1
 
 
 def test_c4_layouts_through_dynamo():
