@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <utility>
 
 namespace graphdispatch {
@@ -43,6 +44,29 @@ void append_tensor(std::vector<std::int64_t>& w, const at::Tensor& t, bool is_st
   }
 }
 
+// The bytes [begin, end) a strided tensor can touch, and its input position.
+struct Span final {
+  std::uintptr_t begin = 0;
+  std::uintptr_t end = 0;
+  std::int64_t position = 0;
+  bool operator<(const Span& other) const {
+    return begin != other.begin ? begin < other.begin : position < other.position;
+  }
+};
+
+Span span_of(const at::Tensor& t, std::int64_t position) {
+  const auto item = static_cast<std::int64_t>(t.itemsize());
+  std::int64_t low = 0, high = 0;  // element offsets from the first element, both inclusive
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    const std::int64_t extent = (t.size(d) - 1) * t.stride(d);
+    (extent < 0 ? low : high) += extent;
+  }
+  const auto first = reinterpret_cast<std::uintptr_t>(t.storage().data()) +
+                     static_cast<std::uintptr_t>(t.storage_offset() * item);
+  return {first + static_cast<std::uintptr_t>(low * item),
+          first + static_cast<std::uintptr_t>((high + 1) * item), position};
+}
+
 // PyTorch's Python names ("float32"), which users see everywhere else.
 const char* dtype_name(c10::ScalarType t) {
   switch (t) {
@@ -68,17 +92,17 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
   auto& w = sig.words_;
   w.reserve(inputs.size() * 10 + 8);
   c10::DeviceType device_type = c10::DeviceType::CPU;
-  // (storage base address, input position) of dynamic tensors, for the aliasing check.
-  std::vector<std::pair<const void*, std::int64_t>> storages;
+  // The bytes each dynamic tensor spans, for the aliasing check.
+  std::vector<Span> spans;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
     if (v.isTensor()) {
       const auto& t = v.toTensor();
       append_tensor(w, t, is_static[i]);
       if (t.device().type() != c10::DeviceType::CPU) device_type = t.device().type();
-      // Tensors without bytes (zero-size: a null data pointer) cannot alias anything.
-      if (!is_static[i] && t.has_storage() && t.storage().data() != nullptr) {
-        storages.emplace_back(t.storage().data(), i);
+      // Tensors without elements cannot alias anything.
+      if (!is_static[i] && t.numel() > 0 && t.has_storage() && t.storage().data() != nullptr) {
+        spans.push_back(span_of(t, static_cast<std::int64_t>(i)));
       }
     } else if (v.isInt()) {
       w.push_back(kInt);
@@ -105,15 +129,19 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
     }
   }
   append_modes(w, device_type);
-  if (storages.size() > 1) {
-    std::sort(storages.begin(), storages.end());
-    for (std::size_t k = 1; k < storages.size(); ++k) {
-      if (storages[k].first == storages[k - 1].first) {
+  // Views of one storage that share no byte (`latents.unbind(0)`, grids sliced from one
+  // tensor) are separate inputs: each is copied into its own buffer (case C39).
+  if (spans.size() > 1) {
+    std::sort(spans.begin(), spans.end());
+    const Span* reach = &spans[0];  // the span reaching furthest so far
+    for (std::size_t k = 1; k < spans.size(); ++k) {
+      if (spans[k].begin < reach->end) {
         sig.has_aliasing_ = true;
         w.push_back(kAlias);
-        w.push_back(storages[k - 1].second);
-        w.push_back(storages[k].second);
+        w.push_back(reach->position);
+        w.push_back(spans[k].position);
       }
+      if (spans[k].end > reach->end) reach = &spans[k];
     }
   }
   std::size_t h = w.size();
@@ -131,6 +159,45 @@ std::string describe_tensor(const at::Tensor& t) {
   out += "]/";
   out += dtype_name(t.scalar_type());
   return out;
+}
+
+std::string describe_layout(const at::Tensor& t) {
+  std::string out = describe_tensor(t) + " strides (";
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (d) out += ", ";
+    out += std::to_string(t.stride(d));
+  }
+  return out + ")";
+}
+
+std::string describe_signature(const std::vector<c10::IValue>& inputs,
+                               const std::vector<bool>& is_static) {
+  std::string out;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& v = inputs[i];
+    out += std::to_string(i) + ": ";
+    if (v.isTensor()) {
+      const auto& t = v.toTensor();
+      out += describe_layout(t);
+      if (!t.is_cpu()) out += " on " + t.device().str();
+      if (is_static[i]) out += " static";
+      if (t.requires_grad()) out += " requires_grad";
+    } else if (v.isInt()) {
+      out += "int " + std::to_string(v.toInt());
+    } else if (v.isDouble()) {
+      std::ostringstream text;
+      text << v.toDouble();
+      out += "float " + text.str();
+    } else if (v.isBool()) {
+      out += v.toBool() ? "bool true" : "bool false";
+    } else if (v.isNone()) {
+      out += "None";
+    } else {
+      out += "generator";
+    }
+    out += "; ";
+  }
+  return out + (at::GradMode::is_enabled() ? "grad mode on" : "grad mode off");
 }
 
 void check_input_match(const at::Tensor& captured, const at::Tensor& given, std::size_t position) {

@@ -21,8 +21,9 @@ namespace graphdispatch {
 // and for the inputs' device type. Inference mode changes no kernel (entries are captured
 // outside it, Note [Inference mode] in entry.h): a key holding it would capture a graph at
 // compile time, where Dynamo turns it off, that no call under torch.inference_mode() uses
-// (case C25). Dynamic inputs that share storage add
-// which earlier input they alias, so an aliasing call never hits an entry captured without it.
+// (case C25). Dynamic inputs whose bytes overlap add which inputs overlap, so an aliasing
+// call never hits an entry captured without it; views of one storage that share no byte are
+// independent inputs (case C39).
 
 /// A complete cache key: a flat word encoding plus its hash. Value type, cheap to move.
 class Signature final {
@@ -36,7 +37,8 @@ class Signature final {
     return hash_ == other.hash_ && words_ == other.words_;
   }
   std::size_t hash() const { return hash_; }
-  /// True when two dynamic inputs share storage: such calls are served by the fallback path.
+  /// True when the bytes of two dynamic inputs overlap: such calls are served by the fallback
+  /// path.
   bool has_aliasing() const { return has_aliasing_; }
 
   struct Hasher {
@@ -51,6 +53,14 @@ class Signature final {
 
 /// "[2, 3]/float32" — the form the mismatch message uses.
 std::string describe_tensor(const at::Tensor& t);
+/// "[2, 3]/float32 strides (3, 1)": what a fallback warning names.
+std::string describe_layout(const at::Tensor& t);
+/// A signature in words, for `explain` and the verification warning: per input its position
+/// and "[2, 3]/float32 strides (3, 1)" (with "static" for a parameter or buffer,
+/// "requires_grad" when set) or "int 7" / "float 0.5" / "bool true" / "None" / "generator",
+/// then "grad mode on|off". Costs a string per input: called on a miss, never on a hit.
+std::string describe_signature(const std::vector<c10::IValue>& inputs,
+                               const std::vector<bool>& is_static);
 
 /// The seed's replay-time check (D1), kept as an invariant behind the complete key. Throws
 /// c10::Error "input mismatch at position i: captured <shape>/<dtype>, got <shape>/<dtype>".
