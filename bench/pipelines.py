@@ -1,14 +1,15 @@
 """Per-step time of real diffusers pipelines on each route, side by side in one run.
 
     .venv/bin/python bench/pipelines.py [--device cpu|cuda|npu] [--pipeline sd|sd3|flux|all]
-                                        [--steps N] [--threads N] [--json]
+                                        [--steps N] [--rounds N] [--threads N] [--json]
 
 The pipelines are the demo's (``graphdispatch.tiny_pipelines``: tiny random-weight
 StableDiffusionPipeline, StableDiffusion3Pipeline, FluxPipeline, driven through their own
-``__call__`` with the denoiser compiled as users assign it). Per pipeline, each route builds the
-pipeline afresh, makes one call to compile and capture, then a timed call; the figure is the
-median time between consecutive denoising steps of the timed call (device synchronized), in
-ms, and its ratio to eager's in the same run. Routes:
+``__call__`` with the denoiser compiled as users assign it). Per pipeline, each route gets its
+own pipeline and makes one call to compile and capture (``first call s``); then ``--rounds``
+timed calls per route, the routes interleaved in a rotating order so that machine noise hits
+them alike. The figure is the median time between consecutive denoising steps over all timed
+calls (device synchronized), in ms, and its ratio to eager's in the same run. Routes:
 
 - ``eager``; ``default`` (graphdispatch without capture: aot_autograd + Inductor);
 - ``graph_with_compile`` (Inductor, then the device graph; on the CPU the emulated graph, which
@@ -26,13 +27,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
+from typing import Any
 
 import torch
+import torch._dynamo
 
+import graphdispatch
 from graphdispatch import demo
 from graphdispatch.device_graphs import choose_kind
-from graphdispatch.tiny_pipelines import PIPELINES
+from graphdispatch.tiny_pipelines import PIPELINES, build
 
 
 def routes(device: torch.device) -> list[demo.Route]:
@@ -51,42 +56,72 @@ def routes(device: torch.device) -> list[demo.Route]:
     return out
 
 
+def counters() -> dict[str, Any]:
+    stats = graphdispatch.stats()
+    return {"captures": stats["captures"], "replays": stats["replays"],
+            "fallbacks": sum(stats["fallbacks"].values())}
+
+
+def bench_pipeline(key: str, device: torch.device, steps: int, rounds: int) -> list[dict[str, Any]]:
+    """One row per route; routes' timed calls interleaved so machine noise hits all alike."""
+    torch._dynamo.reset()
+    graphdispatch.reset()
+    runs = []
+    for route in routes(device):
+        tiny = build(key, device, steps)
+        demo.compile_denoiser(tiny, route)
+        before = counters()
+        _, _, first_call_s = demo.timed_call(tiny)
+        runs.append({"route": route, "tiny": tiny, "first_call_s": first_call_s, "step_ms": [],
+                     "counted": {k: counters()[k] - v for k, v in before.items()}})
+    for round_ in range(rounds):
+        for run in runs[round_ % len(runs):] + runs[:round_ % len(runs)]:  # rotate the order
+            before = counters()
+            run["images"], step_ms, _ = demo.timed_call(run["tiny"])
+            run["step_ms"] += step_ms
+            for k, v in counters().items():
+                run["counted"][k] += v - before[k]
+    reference = runs[0]["images"]  # eager's
+    eager_ms = statistics.median(runs[0]["step_ms"])
+    rows = []
+    for run in runs:
+        median = statistics.median(run["step_ms"])
+        rows.append({"pipeline": run["tiny"].name, "route": run["route"].name,
+                     "graph": run["route"].graph, "median_ms": median, "vs_eager": median / eager_ms,
+                     "first_call_s": run["first_call_s"],
+                     "max_abs_diff": (run["images"] - reference).abs().max().item(),
+                     "model_calls": (rounds + 1) * steps, **run["counted"]})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/pipelines.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default=None, help="cpu, cuda or npu (default: the demo's best device)")
     parser.add_argument("--pipeline", choices=(*PIPELINES, "all"), default="all")
     parser.add_argument("--steps", type=int, default=10, help="denoising steps per call (default: 10)")
+    parser.add_argument("--rounds", type=int, default=5, help="timed calls per route (default: 5)")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads on the CPU (default: 1)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     args = parser.parse_args(argv)
-    if args.steps < 3:
-        parser.error("--steps: expected >= 3")
+    if args.steps < 2 or args.rounds < 1:
+        parser.error("--steps: expected >= 2; --rounds: expected >= 1")
     device = torch.device(args.device) if args.device else demo.best_device()
     demo.prepare_device(device, args.threads)
     keys = PIPELINES if args.pipeline == "all" else (args.pipeline,)
-    rows = []
-    for key in keys:
-        reference = None
-        for route in routes(device):
-            result, images = demo.run_route(key, route, args.steps, device, reference)
-            if reference is None:
-                reference = images
-            rows.append(result)
-    for row in rows:
-        eager = next(r for r in rows if r["pipeline"] == row["pipeline"] and r["route"] == "eager")
-        row["vs_eager"] = row["median_ms"] / eager["median_ms"]
+    rows = [row for key in keys for row in bench_pipeline(key, device, args.steps, args.rounds)]
     if args.json:
         print(json.dumps({"device": str(device), "torch": torch.__version__, "steps": args.steps,
-                          "threads": torch.get_num_threads(), "results": rows}))
+                          "rounds": args.rounds, "threads": torch.get_num_threads(), "results": rows}))
         return 0
-    print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, "
-          f"{args.steps} steps; median ms per step of the second call")
-    print("| pipeline | route | graph | ms/step | × eager | first call s | max abs diff | captures | replays | fallbacks |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} intra-op threads; "
+          f"{args.steps} steps a call, {args.rounds} timed calls a route, interleaved; "
+          "median ms per denoising step")
+    print("| pipeline | route | graph | ms/step | × eager | first call s | max abs diff | model calls | captures | replays | fallbacks |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['pipeline']} | {r['route']} | {r['graph']} | {r['median_ms']:.2f} | "
               f"{r['vs_eager']:.2f} | {r['first_call_s']:.1f} | {r['max_abs_diff']:.1e} | "
-              f"{r['captures']} | {r['replays']} | {sum(r['fallbacks'].values())} |")
+              f"{r['model_calls']} | {r['captures']} | {r['replays']} | {r['fallbacks']} |")
     return 0
 
 
