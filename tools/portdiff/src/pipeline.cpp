@@ -13,7 +13,7 @@ namespace {
 /// independent, and libgit2 handles must not be shared between threads.
 SidePatch patch_of(const Options& options, const ResolvedRange& range) {
   RepositoryPtr repo = open_repository(options.repo);
-  return collect_lines(diff_range(repo.get(), range, options).get());
+  return collect_lines(repo.get(), diff_range(repo.get(), range, options).get());
 }
 
 }  // namespace

@@ -95,7 +95,8 @@ const char* effect_name(PatchEffect effect) {
 
 std::string counts(const FileChange& change) {
   if (change.binary) return "binary";
-  return "+" + std::to_string(change.added.size()) + "/-" + std::to_string(change.deleted.size());
+  return "+" + std::to_string(change.lines.added.size()) + "/-" +
+         std::to_string(change.lines.deleted.size());
 }
 
 std::string octal_mode(std::uint32_t mode) {

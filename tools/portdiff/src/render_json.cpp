@@ -21,8 +21,8 @@ json side(const FileChange* change) {
   out["old_mode"] = mode(change->old_mode);
   out["new_mode"] = mode(change->new_mode);
   out["binary"] = change->binary;
-  out["added"] = change->added.size();
-  out["deleted"] = change->deleted.size();
+  out["added"] = change->lines.added.size();
+  out["deleted"] = change->lines.deleted.size();
   return out;
 }
 
