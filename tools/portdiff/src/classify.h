@@ -36,6 +36,11 @@ struct FileVerdict final {
   Verdict verdict = Verdict::identical;
   Difference difference = Difference::none;
   bool final_equal = false;  // blobs and modes at the two heads; only when both touch it
+  // Identical by the region reading although git's readings differ (stage realign,
+  // Note [Stable diff rule]); the region reading's counts, equal on both sides.
+  bool by_region = false;
+  std::size_t region_added = 0;
+  std::size_t region_deleted = 0;
   const FileChange* source = nullptr;
   const FileChange* target = nullptr;
 };

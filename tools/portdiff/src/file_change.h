@@ -53,6 +53,7 @@ struct PatchLines final {
     // The rule compares the two sequences (design §3); order only guides the display.
     return added == other.added && deleted == other.deleted;
   }
+  bool operator!=(const PatchLines& other) const { return !(*this == other); }
 };
 
 enum class ChangeKind { added, deleted, modified, renamed, typechange };

@@ -3,6 +3,7 @@
 #include <future>
 
 #include "collect.h"
+#include "realign.h"
 #include "git_handle.h"
 #include "side_diff.h"
 
@@ -39,6 +40,7 @@ Report build_report(const Options& options) {
   }
 
   report.files = classify(report.source_patch, report.target_patch);
+  realign(repo.get(), report.files);
   report.totals = count(report.files);
 
   report.tests = compare_test_functions(repo.get(), report.source, report.target, report.files,

@@ -43,6 +43,15 @@ std::string render_json(const Report& report) {
     file["difference"] =
         row.verdict == Verdict::different ? json(difference_name(row.difference)) : json(nullptr);
     file["final_equal"] = both ? json(row.final_equal) : json(nullptr);
+    file["identical_by"] = row.verdict != Verdict::identical ? json(nullptr)
+                           : row.by_region                  ? json("region")
+                                                            : json("git-u0");
+    if (row.by_region) {
+      json region = json::object();
+      region["added"] = row.region_added;
+      region["deleted"] = row.region_deleted;
+      file["region"] = std::move(region);
+    }
     file["source"] = side(row.source);
     file["target"] = side(row.target);
     files.push_back(std::move(file));
