@@ -3,6 +3,7 @@
 #include <future>
 
 #include "collect.h"
+#include "final_files.h"
 #include "realign.h"
 #include "git_handle.h"
 #include "side_diff.h"
@@ -25,7 +26,7 @@ Report build_report(const Options& options) {
   Report report;
   report.find_renames = options.find_renames;
   report.source = resolve_range(repo.get(), options.source, "source");
-  report.target = resolve_range(repo.get(), options.target, "target");
+  report.target = resolve_range(repo.get(), options.targets.at(0), "target");
 
   // The two sides run concurrently when libgit2 was built thread-safe (Debian's
   // is); an Error in the target thread is rethrown here by get().
@@ -41,6 +42,7 @@ Report build_report(const Options& options) {
 
   report.files = classify(report.source_patch, report.target_patch);
   realign(repo.get(), report.files);
+  describe_final_files(repo.get(), report.files);
   report.totals = count(report.files);
 
   report.tests = compare_test_functions(repo.get(), report.source, report.target, report.files,

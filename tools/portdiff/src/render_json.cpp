@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "git_handle.h"
+#include "quote.h"
 #include "render.h"
 #include "side_diff.h"
 
@@ -18,6 +19,7 @@ json side(const FileChange* change) {
   json out = json::object();
   out["status"] = kind_name(change->kind);
   out["old_path"] = change->old_path;
+  out["old_path_quoted"] = quote(change->old_path);
   out["old_mode"] = mode(change->old_mode);
   out["new_mode"] = mode(change->new_mode);
   out["binary"] = change->binary;
@@ -32,13 +34,15 @@ json range(const ResolvedRange& r) {
 
 }  // namespace
 
-std::string render_json(const Report& report) {
+std::string render_json(const Report& report, const Options& options) {
   const Totals& t = report.totals;
   json files = json::array();
   for (const FileVerdict& row : report.files) {
+    if (options.brief && row.verdict == Verdict::identical) continue;
     const bool both = row.source && row.target;
     json file = json::object();
     file["path"] = row.path;
+    file["path_quoted"] = quote(row.path);
     file["class"] = verdict_name(row.verdict);
     file["difference"] =
         row.verdict == Verdict::different ? json(difference_name(row.difference)) : json(nullptr);
@@ -52,6 +56,12 @@ std::string render_json(const Report& report) {
       region["deleted"] = row.region_deleted;
       file["region"] = std::move(region);
     }
+    const auto plain = [](const std::string& text) { return text; };
+    const std::string first = first_difference(row, plain);
+    file["first_difference"] = first.empty() ? json(nullptr) : json(first);
+    std::string final_note = row.final_note;
+    for (const std::string& line : row.final_excerpts) final_note += " " + line;
+    file["final_note"] = final_note.empty() ? json(nullptr) : json(final_note);
     file["source"] = side(row.source);
     file["target"] = side(row.target);
     files.push_back(std::move(file));
@@ -86,7 +96,8 @@ std::string render_json(const Report& report) {
   }
 
   json document = json::object();
-  document["schema"] = "portdiff/1";
+  document["schema"] = "portdiff/2";
+  document["verdict"] = verdict_line(report);
   document["diff"] = {{"algorithm", DiffSettings::algorithm},
                       {"indent_heuristic", DiffSettings::indent_heuristic},
                       {"context_lines", DiffSettings::context_lines},
@@ -103,7 +114,7 @@ std::string render_json(const Report& report) {
                         {"only_source", t.only_source},
                         {"only_target", t.only_target}};
   document["files"] = std::move(files);
-  document["test_files"] = std::move(tests);
+  document["test_files"] = options.brief ? json::array() : std::move(tests);
   // Paths are bytes; invalid UTF-8 becomes U+FFFD rather than failing the report.
   return document.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

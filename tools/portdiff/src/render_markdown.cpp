@@ -1,34 +1,63 @@
 #include <sstream>
 
 #include "git_handle.h"
+#include "quote.h"
 #include "render.h"
 
 namespace portdiff {
 namespace {
 
-/// A path or name as inline code that survives a Markdown table cell.
-std::string code(const std::string& raw) {
-  const std::string text = printable_path(raw);
+/// Identical rows beyond this many go into a collapsed <details> block.
+constexpr std::size_t collapse_identical_above = 10;
+
+/// Already printable text (no newline) as inline code that survives a table cell:
+/// '|' escaped for the table, a backtick fence longer than any run inside.
+std::string code_span(const std::string& text) {
   std::string escaped;
+  std::size_t run = 0, longest = 0;
   for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
     if (c == '|') escaped += '\\';
     escaped += c;
   }
-  if (text.find('`') != std::string::npos) return "`` " + escaped + " ``";
-  return "`" + escaped + "`";
+  const std::string fence(longest + 1, '`');
+  const bool pad = !escaped.empty() && (escaped.front() == '`' || escaped.back() == '`' ||
+                                        (escaped.front() == ' ' && escaped.back() == ' '));
+  return pad ? fence + " " + escaped + " " + fence : fence + escaped + fence;
 }
+
+/// A name as inline code, quoted as git quotes paths (quote.h) so it has no
+/// newline and distinct names stay distinct.
+std::string code(const std::string& raw) { return code_span(quote(raw)); }
+
+/// Plain text for Markdown: the bytes that can start inline markup or split a
+/// table cell are backslash-escaped (CommonMark allows it for any punctuation), so
+/// no name or excerpt in a note becomes markup.
+std::string md_text(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\`*_[]<>|~&").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+const NameStyle name_style = [](const std::string& name) { return code(name); };
 
 const char* final_files(const FileVerdict& row) {
   return row.final_equal ? "equal" : "differ";
 }
 
-void file_section(std::ostringstream& out, const Report& report, const char* heading,
-                  Verdict verdict, std::size_t total) {
-  out << "### " << heading << " (" << total << ")\n\n";
-  if (total == 0) {
-    out << "None.\n\n";
-    return;
-  }
+/// A row's notes for a Markdown cell: header notes, then the remarks.
+std::string notes(const FileVerdict& row) {
+  const std::string header = row_notes(row, name_style);
+  const std::string remarks = row_remarks(row, md_text, code_span);
+  if (header.empty() || remarks.empty()) return header + remarks;
+  return header + "; " + remarks;
+}
+
+void table_head(std::ostringstream& out, Verdict verdict) {
   switch (verdict) {
     case Verdict::identical:
       out << "| file | source +/- | target +/- | final files | notes |\n|---|---|---|---|---|\n";
@@ -40,23 +69,60 @@ void file_section(std::ostringstream& out, const Report& report, const char* hea
     case Verdict::only_source: out << "| file | source +/- | notes |\n|---|---|---|\n"; break;
     case Verdict::only_target: out << "| file | target +/- | notes |\n|---|---|---|\n"; break;
   }
-  for (const FileVerdict& row : report.files) {
-    if (row.verdict != verdict) continue;
-    out << "| " << code(row.path) << " | ";
-    switch (verdict) {
-      case Verdict::identical:
-        out << counts(*row.source) << " | " << counts(*row.target) << " | " << final_files(row);
-        break;
-      case Verdict::different:
-        out << counts(*row.source) << " | " << counts(*row.target) << " | "
-            << difference_description(row.difference) << " | " << final_files(row);
-        break;
-      case Verdict::only_source: out << counts(*row.source); break;
-      case Verdict::only_target: out << counts(*row.target); break;
-    }
-    out << " | " << row_notes(row) << " |\n";
+}
+
+void table_row(std::ostringstream& out, const FileVerdict& row) {
+  out << "| " << code(row.path) << " | ";
+  switch (row.verdict) {
+    case Verdict::identical:
+      out << counts(*row.source) << " | " << counts(*row.target) << " | " << final_files(row);
+      break;
+    case Verdict::different:
+      out << counts(*row.source) << " | " << counts(*row.target) << " | "
+          << difference_description(row.difference) << " | " << final_files(row);
+      break;
+    case Verdict::only_source: out << counts(*row.source); break;
+    case Verdict::only_target: out << counts(*row.target); break;
   }
-  out << "\n";
+  out << " | " << notes(row) << " |\n";
+}
+
+void file_section(std::ostringstream& out, const Report& report, const char* heading,
+                  Verdict verdict, std::size_t total) {
+  out << "### " << heading << " (" << total << ")\n\n";
+  if (total == 0) {
+    out << "None.\n\n";
+    return;
+  }
+  const bool collapse = verdict == Verdict::identical && total > collapse_identical_above;
+  if (collapse) {
+    std::size_t noted = 0;
+    for (const FileVerdict& row : report.files)
+      if (row.verdict == verdict && (!row.final_note.empty() || row.by_region)) ++noted;
+    out << "<details><summary>" << total << " identical files (" << noted
+        << " with a note)</summary>\n\n";
+  }
+  table_head(out, verdict);
+  for (const FileVerdict& row : report.files)
+    if (row.verdict == verdict) table_row(out, row);
+  out << (collapse ? "\n</details>\n\n" : "\n");
+}
+
+/// --brief: the rows that are not identical, in one table.
+void brief_table(std::ostringstream& out, const Report& report) {
+  if (report.totals.identical == report.totals.files) return;
+  out << "| file | class | source +/- | target +/- | notes |\n|---|---|---|---|---|\n";
+  for (const FileVerdict& row : report.files) {
+    if (row.verdict == Verdict::identical) continue;
+    std::string what = row.verdict == Verdict::different
+                           ? std::string(difference_description(row.difference))
+                           : std::string();
+    const std::string n = notes(row);
+    if (!n.empty()) what += (what.empty() ? "" : "; ") + n;
+    out << "| " << code(row.path) << " | " << verdict_name(row.verdict) << " | "
+        << (row.source ? counts(*row.source) : "—") << " | "
+        << (row.target ? counts(*row.target) : "—") << " | " << what << " |\n";
+  }
 }
 
 std::string name_list(const TestFileComparison& file, bool source_side) {
@@ -112,11 +178,18 @@ void test_section(std::ostringstream& out, const Report& report) {
 
 }  // namespace
 
-std::string render_markdown(const Report& report) {
+std::string render_markdown(const Report& report, const Options& options) {
   const Totals& t = report.totals;
   std::ostringstream out;
   out << "# Backport comparison: " << code(report.source.spec) << " vs "
       << code(report.target.spec) << "\n\n";
+  out << "**" << md_text(verdict_line(report)) << ".**\n\n";
+  if (options.brief) {
+    brief_table(out, report);
+    std::string text = out.str();
+    while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
+    return text;
+  }
 
   out << "## 1. Purpose\n\n"
          "One change, ported to two branches: this report compares the two patches file by "
