@@ -181,8 +181,9 @@ void test_section(std::ostringstream& out, const Report& report) {
 std::string render_markdown(const Report& report, const Options& options) {
   const Totals& t = report.totals;
   std::ostringstream out;
-  out << "# Backport comparison: " << code(report.source.spec) << " vs "
-      << code(report.target.spec) << "\n\n";
+  if (!options.brief)
+    out << "# Backport comparison: " << code(report.source.spec) << " vs "
+        << code(report.target.spec) << "\n\n";
   out << "**" << md_text(verdict_line(report)) << ".**\n\n";
   if (options.brief) {
     brief_table(out, report);
