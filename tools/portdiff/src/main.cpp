@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
     }
     options->color = resolve_color(options->color, options->output);
     portdiff::LibGit2 libgit2;
-    const portdiff::Report report = portdiff::build_report(*options);
-    portdiff::write_output(render(report, *options), options->output);
-    return options->check && !portdiff::all_identical(report) ? 1 : 0;
+    const std::vector<portdiff::Report> reports = portdiff::build_reports(*options);
+    portdiff::write_output(render(reports.front(), *options), options->output);
+    return options->check && !portdiff::all_identical(reports.front()) ? 1 : 0;
   } catch (const portdiff::Error& e) {
     std::cerr << "portdiff: " << one_line(e.what()) << "\n";
     return 2;

@@ -19,7 +19,8 @@ namespace portdiff {
  * history work and the others say "shallow" (ancestry.h).
  */
 struct ResolvedRange final {
-  std::string spec;  // as the user wrote it
+  std::string spec;   // as the user wrote it
+  std::string label;  // how reports name it: the spec, or a branch name (find --report)
   git_oid base;
   git_oid head;
 };

@@ -1,4 +1,4 @@
-#include <nlohmann/json.hpp>
+#include "render_json.h"
 
 #include "git_handle.h"
 #include "quote.h"
@@ -8,13 +8,14 @@
 namespace portdiff {
 namespace {
 
-using json = nlohmann::ordered_json;
-
 json mode(std::uint32_t value) { return value == 0 ? json(nullptr) : json(octal_mode(value)); }
+
+}  // namespace
 
 // Objects are filled key by key: nlohmann's initializer lists copy every value,
 // which dominates rendering on patches of thousands of files.
-json side(const FileChange* change) {
+
+json side_json(const FileChange* change) {
   if (change == nullptr) return nullptr;
   json out = json::object();
   out["status"] = kind_name(change->kind);
@@ -28,13 +29,16 @@ json side(const FileChange* change) {
   return out;
 }
 
-json range(const ResolvedRange& r) {
-  return json{{"spec", r.spec}, {"base", to_hex(r.base)}, {"head", to_hex(r.head)}};
+json range_json(const ResolvedRange& r) {
+  json out = json::object();
+  out["spec"] = r.spec;
+  out["label"] = r.label;
+  out["base"] = to_hex(r.base);
+  out["head"] = to_hex(r.head);
+  return out;
 }
 
-}  // namespace
-
-std::string render_json(const Report& report, const Options& options) {
+json report_json(const Report& report, const Options& options) {
   const Totals& t = report.totals;
   json files = json::array();
   for (const FileVerdict& row : report.files) {
@@ -62,8 +66,8 @@ std::string render_json(const Report& report, const Options& options) {
     std::string final_note = row.final_note;
     for (const std::string& line : row.final_excerpts) final_note += " " + line;
     file["final_note"] = final_note.empty() ? json(nullptr) : json(final_note);
-    file["source"] = side(row.source);
-    file["target"] = side(row.target);
+    file["source"] = side_json(row.source);
+    file["target"] = side_json(row.target);
     files.push_back(std::move(file));
   }
 
@@ -103,8 +107,8 @@ std::string render_json(const Report& report, const Options& options) {
                       {"context_lines", DiffSettings::context_lines},
                       {"whitespace", "exact"},
                       {"find_renames", report.find_renames}};
-  document["source"] = range(report.source);
-  document["target"] = range(report.target);
+  document["source"] = range_json(report.source);
+  document["target"] = range_json(report.target);
   document["totals"] = {{"files", t.files},
                         {"source_files", t.source_files},
                         {"target_files", t.target_files},
@@ -115,8 +119,17 @@ std::string render_json(const Report& report, const Options& options) {
                         {"only_target", t.only_target}};
   document["files"] = std::move(files);
   document["test_files"] = options.brief ? json::array() : std::move(tests);
-  // Paths are bytes; invalid UTF-8 becomes U+FFFD rather than failing the report.
+  return document;
+}
+
+std::string dump_json(const json& document) {
+  // Paths are bytes; invalid UTF-8 becomes U+FFFD in "path" (the display form) while
+  // "path_quoted" keeps names distinct.
   return document.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_json(const Report& report, const Options& options) {
+  return dump_json(report_json(report, options));
 }
 
 }  // namespace portdiff

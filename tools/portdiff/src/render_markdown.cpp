@@ -182,8 +182,8 @@ std::string render_markdown(const Report& report, const Options& options) {
   const Totals& t = report.totals;
   std::ostringstream out;
   if (!options.brief)
-    out << "# Backport comparison: " << code(report.source.spec) << " vs "
-        << code(report.target.spec) << "\n\n";
+    out << "# Backport comparison: " << code(report.source.label) << " vs "
+        << code(report.target.label) << "\n\n";
   out << "**" << md_text(verdict_line(report)) << ".**\n\n";
   if (options.brief) {
     brief_table(out, report);
@@ -202,19 +202,23 @@ std::string render_markdown(const Report& report, const Options& options) {
          "blank lines, CR, and whether the last line ends in a newline) and compared "
          "exactly:\n\n"
          "- **identical**: both sequences are equal, and so are the file headers (kind of "
-         "change, modes, rename origin); binary files compare their blob ids.\n"
+         "change, modes, rename origin); binary files compare their blob ids. Counts are "
+         "`git diff -U0`'s; where git aligns the same edit differently on the two "
+         "baselines, the sequences are compared as read between each file's common prefix "
+         "and suffix, so the verdict never hinges on how a diff breaks ties.\n"
          "- **different**: one byte or one line count differs; the report names the "
          "smallest difference (final newline, line endings, trailing whitespace, lines, "
          "mode, ...).\n"
          "- **only-source** / **only-target**: only one patch touches the file.\n\n"
          "An identical change is not an identical file: the two baselines may differ, so "
          "the report says separately whether the final files (the blobs at the two heads) "
-         "are equal.\n\n";
+         "are equal, and when they are not, how they differ (`git diff -U0` of the source "
+         "head's file against the target head's).\n\n";
   out << "Diff: " << diff_settings_sentence(report) << ".\n\n";
   out << "Pinned ranges (the report does not move when the branches do):\n\n";
-  out << "- source " << code(report.source.spec) << ": `" << to_hex(report.source.base) << ".."
+  out << "- source " << code(report.source.label) << ": `" << to_hex(report.source.base) << ".."
       << to_hex(report.source.head) << "`\n";
-  out << "- target " << code(report.target.spec) << ": `" << to_hex(report.target.base) << ".."
+  out << "- target " << code(report.target.label) << ": `" << to_hex(report.target.base) << ".."
       << to_hex(report.target.head) << "`\n\n";
 
   out << "## 3. Totals\n\n";

@@ -61,8 +61,8 @@ std::string render_text(const Report& report, const Options& options) {
   out << color.bold << (identical ? color.green : color.red) << verdict_line(report) << color.reset
       << "\n";
   if (!options.brief) {
-    out << "source  " << short_range(report.source) << "  (" << quote(report.source.spec) << ")\n";
-    out << "target  " << short_range(report.target) << "  (" << quote(report.target.spec) << ")\n";
+    out << "source  " << short_range(report.source) << "  (" << quote(report.source.label) << ")\n";
+    out << "target  " << short_range(report.target) << "  (" << quote(report.target.label) << ")\n";
     out << "diff    " << diff_settings_sentence(report) << "\n";
     out << t.files << " files (source " << t.source_files << ", target " << t.target_files
         << "): " << t.identical << " identical (" << t.identical_final_equal

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "options.h"
+#include "report.h"
+
+namespace portdiff {
+
+/// The JSON pieces render_json and render_matrix share (README: JSON schema).
+using json = nlohmann::ordered_json;
+
+json report_json(const Report& report, const Options& options);  // "portdiff/2"
+json range_json(const ResolvedRange& range);
+json side_json(const FileChange* change);  // null for a side that does not touch the file
+std::string dump_json(const json& document);
+
+}  // namespace portdiff
