@@ -6,12 +6,24 @@
 
 #include "cli.h"
 #include "error.h"
+#include "find.h"
 #include "git_handle.h"
 #include "output.h"
 #include "pipeline.h"
+#include "matrix.h"
 #include "render.h"
+#include "render_matrix.h"
 
 namespace {
+
+std::string render_matrix(const portdiff::Matrix& matrix, const portdiff::Options& options) {
+  switch (options.format) {
+    case portdiff::Format::json: return portdiff::render_matrix_json(matrix, options);
+    case portdiff::Format::text: return portdiff::render_matrix_text(matrix, options);
+    case portdiff::Format::markdown: break;
+  }
+  return portdiff::render_matrix_markdown(matrix, options);
+}
 
 std::string render(const portdiff::Report& report, const portdiff::Options& options) {
   switch (options.format) {
@@ -31,6 +43,39 @@ portdiff::Color resolve_color(portdiff::Color requested, const std::string& outp
   const bool on = to_stdout && portdiff::stdout_is_terminal() &&
                   !(no_color != nullptr && no_color[0] != '\0');
   return on ? portdiff::Color::always : portdiff::Color::never;
+}
+
+/// `portdiff find`: the listing, and with --report the comparison after it.
+int run_find(portdiff::Options options) {
+  const portdiff::FindResult found = [&] {
+    portdiff::RepositoryPtr repo = portdiff::open_repository(options.repo);
+    return portdiff::find_ports(repo.get(), options);
+  }();
+  std::vector<portdiff::Report> reports;
+  if (options.find_report) {
+    portdiff::add_port_targets(found, options);
+    reports = portdiff::build_reports(options);
+  }
+  std::string text;
+  switch (options.format) {
+    case portdiff::Format::json:
+      text = portdiff::render_find_json(found, options.find_report ? &reports : nullptr, options);
+      break;
+    case portdiff::Format::text: text = portdiff::render_find_text(found); break;
+    case portdiff::Format::markdown: text = portdiff::render_find_markdown(found); break;
+  }
+  bool identical = true;
+  if (options.find_report && options.format != portdiff::Format::json) {
+    if (reports.size() == 1) {
+      text += "\n" + render(reports.front(), options);
+    } else {
+      const portdiff::Matrix matrix = portdiff::build_matrix(reports);
+      text += "\n" + render_matrix(matrix, options);
+    }
+  }
+  for (const portdiff::Report& report : reports) identical = identical && portdiff::all_identical(report);
+  portdiff::write_output(text, options.output);
+  return options.check && !identical ? 1 : 0;
 }
 
 /// Keeps the promise of one line on stderr even if libgit2's message has several.
@@ -54,9 +99,15 @@ int main(int argc, char** argv) {
     }
     options->color = resolve_color(options->color, options->output);
     portdiff::LibGit2 libgit2;
+    if (options->find) return run_find(*options);
     const std::vector<portdiff::Report> reports = portdiff::build_reports(*options);
-    portdiff::write_output(render(reports.front(), *options), options->output);
-    return options->check && !portdiff::all_identical(reports.front()) ? 1 : 0;
+    if (reports.size() == 1) {
+      portdiff::write_output(render(reports.front(), *options), options->output);
+      return options->check && !portdiff::all_identical(reports.front()) ? 1 : 0;
+    }
+    const portdiff::Matrix matrix = portdiff::build_matrix(reports);
+    portdiff::write_output(render_matrix(matrix, *options), options->output);
+    return options->check && !portdiff::all_identical(matrix) ? 1 : 0;
   } catch (const portdiff::Error& e) {
     std::cerr << "portdiff: " << one_line(e.what()) << "\n";
     return 2;
