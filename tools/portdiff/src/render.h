@@ -58,6 +58,9 @@ std::string row_remarks(const FileVerdict& row, const ExcerptStyle& words,
 /// "Verdict: not identical — 7 files: 2 identical (final files equal: 1), 3 different, ...".
 std::string verdict_line(const Report& report);
 
+/// `text` without the blanks that column padding leaves before each newline.
+std::string trim_line_ends(const std::string& text);
+
 /// The diff configuration in one sentence.
 std::string diff_settings_sentence(const Report& report);
 

@@ -150,6 +150,17 @@ std::string verdict_line(const Report& report) {
          " only-source, " + std::to_string(t.only_target) + " only-target";
 }
 
+std::string trim_line_ends(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\n')
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += c;
+  }
+  return out;
+}
+
 std::string diff_settings_sentence(const Report& report) {
   return std::string("git's -U0 reading (libgit2's xdiff, algorithm ") + DiffSettings::algorithm +
          (DiffSettings::indent_heuristic ? " with the indent heuristic" : "") + ", " +

@@ -185,7 +185,7 @@ std::string render_matrix_text(const Matrix& matrix, const Options& options) {
             << difference_description(row.cells[t]->difference)
             << (remarks.empty() ? "" : "; " + remarks) << "\n";
       }
-  return out.str();
+  return trim_line_ends(out.str());
 }
 
 json matrix_json(const Matrix& matrix, const Options& options) {

@@ -92,7 +92,7 @@ std::string render_text(const Report& report, const Options& options) {
           << padded(row.target ? counts(*row.target) : "-", 12) << remarks_of(row) << "\n";
     }
   }
-  if (options.brief) return out.str();
+  if (options.brief) return trim_line_ends(out.str());
 
   if (!report.tests.empty()) out << "\ntest functions\n";
   for (const TestFileComparison& file : report.tests) {
@@ -110,7 +110,7 @@ std::string render_text(const Report& report, const Options& options) {
           << (both ? (f.same_body ? "identical" : "differ") : "") << "\n";
     }
   }
-  return out.str();
+  return trim_line_ends(out.str());
 }
 
 }  // namespace portdiff

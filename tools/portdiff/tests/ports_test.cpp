@@ -193,10 +193,13 @@ std::string readme_block(const std::string& name) {
   const std::size_t end = all.find("<!-- /" + name + " -->");
   if (begin == std::string::npos || end == std::string::npos) return "";
   const std::string block = all.substr(begin, end - begin);
-  const std::size_t open = block.find("```text\n");
-  const std::size_t close = block.rfind("```");
-  if (open == std::string::npos || close == std::string::npos || close < open) return "";
-  return block.substr(open + 8, close - open - 8);
+  const std::size_t open = block.find("```");
+  if (open == std::string::npos) return "";
+  const std::string fence = block.substr(open, block.find_first_not_of('`', open) - open);
+  const std::size_t body = block.find('\n', open) + 1;
+  const std::size_t close = block.rfind("\n" + fence);
+  if (close == std::string::npos || close < body) return "";
+  return block.substr(body, close + 1 - body);
 }
 
 TEST(Ports, ReadmeExampleIsWhatPortdiffPrints) {
@@ -205,6 +208,15 @@ TEST(Ports, ReadmeExampleIsWhatPortdiffPrints) {
   const CommandResult run = run_command(
       shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example_ports.sh") + " " +
       shell_quote(PORTDIFF_EXE) + " --branches 'release-*' --report --format text");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, expected);
+}
+
+TEST(Ports, ReadmePairExampleIsWhatPortdiffPrints) {
+  const std::string expected = readme_block("pair-example");
+  ASSERT_FALSE(expected.empty()) << "README.md has no pair-example block";
+  const CommandResult run = run_command(
+      shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example.sh") + " " + shell_quote(PORTDIFF_EXE));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, expected);
 }
