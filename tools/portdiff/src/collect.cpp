@@ -41,8 +41,9 @@ SidePatch collect_lines(git_repository* repo, git_diff* diff) {
 
     // Both ends come from the object database: a work tree, its attributes and its
     // filters cannot change what a report pinned to SHAs says.
-    const std::string old_text = read_content(repo, change.old_mode, change.old_id);
-    const std::string new_text = read_content(repo, change.new_mode, change.new_id);
+    const Content old_content = read_content(repo, change.old_mode, change.old_id);
+    const Content new_content = read_content(repo, change.new_mode, change.new_id);
+    const std::string_view old_text = old_content.text(), new_text = new_content.text();
     change.binary = (is_regular(change.old_mode) && looks_binary(old_text)) ||
                     (is_regular(change.new_mode) && looks_binary(new_text));
     if (change.binary) continue;
