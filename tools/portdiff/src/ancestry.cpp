@@ -28,6 +28,9 @@ OidSet shallow_roots(git_repository* repo) {
 
 }  // namespace
 
+// The lookups below do not go through check(): a commit that cannot be read is an
+// answer here (it lies past the shallow boundary), not an error.
+
 bool has_commit(git_repository* repo, const git_oid& id) {
   git_commit* raw = nullptr;
   if (git_commit_lookup(&raw, repo, &id) != 0) return false;

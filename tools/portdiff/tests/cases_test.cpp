@@ -1,7 +1,10 @@
 // Field cases P3-P9 (shared/cases/graph-cases-2.md, section "portdiff"), each
 // checked against git where git has an answer.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -78,6 +81,37 @@ TEST(Cases, P4WriteErrorsExitTwo) {
                {"cannot write the report to '" + repo.dir() + "'"});
   const CommandResult help = run_command(shell_quote(PORTDIFF_EXE) + " --help >/dev/full");
   EXPECT_EQ(help.exit_code, 2);
+}
+
+// P4: a reader that is gone (a broken pipe) is a write error too, not a silent
+// death by SIGPIPE: the pipe's read end is closed before portdiff writes a byte.
+TEST(Cases, P4BrokenPipeIsAWriteError) {
+  TempRepo repo;
+  const Ports ports = make_ports(repo, {{"a", "a\n"}}, {{"a", "b\n"}}, {}, {{"a", "b\n"}});
+  const std::string err_path = repo.dir() + "/stderr.txt";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(err, STDERR_FILENO);
+    ::execl(PORTDIFF_EXE, PORTDIFF_EXE, "--repo", repo.dir().c_str(), ports.source.c_str(),
+            ports.target.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  std::ifstream in(err_path);
+  std::stringstream err;
+  err << in.rdbuf();
+  EXPECT_TRUE(contains(err.str(), "cannot write the report to standard output: Broken pipe"))
+      << err.str();
 }
 
 // P5: a head that does not descend from its base is an error naming both.
