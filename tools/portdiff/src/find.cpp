@@ -14,10 +14,6 @@
 namespace portdiff {
 namespace {
 
-using RevwalkPtr = GitPtr<git_revwalk, git_revwalk_free>;
-using ReferencePtr = GitPtr<git_reference, git_reference_free>;
-using BranchIteratorPtr = GitPtr<git_branch_iterator, git_branch_iterator_free>;
-
 CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
   git_commit* raw = nullptr;
   check(git_commit_lookup(&raw, repo, &id), "looking up commit " + to_hex(id));
