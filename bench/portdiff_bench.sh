@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# portdiff benchmark: a generated repository whose two patches each touch FILES
-# files (default 5,000); portdiff against the floor, two `git diff -U0` runs of the
-# same ranges. Each is timed RUNS times (default 7), interleaved so that load from
-# other processes hits all alike, and the medians are compared (wall and CPU).
+# portdiff benchmark: a generated repository whose patches each touch FILES files
+# (default 5,000); portdiff against the floor, two `git diff -U0` runs of the same
+# ranges; and the matrix over 3 targets (one run) against the three pairwise runs it
+# replaces (goal: <= 1.2x). Each is timed RUNS times (default 7), interleaved so that
+# load from other processes hits all alike, and the medians are compared (wall and
+# CPU). Peak memory (max RSS, GNU time) of portdiff beside git's.
 #
 # Usage: bench/portdiff_bench.sh [PORTDIFF_BINARY]
 #   (default build/portdiff/portdiff; build it first, Release)
@@ -20,11 +22,13 @@ repo=$(mktemp -d)
 git -C "$repo" init -q -b main
 git -C "$repo" config core.autocrlf false
 
-# One fast-import stream, four commits:
+# One fast-import stream:
 #   base            FILES files of 40 lines
 #   source          edits every file (3 lines changed, 2 added)
 #   target-baseline the target branch's own drift: every 10th file differs at line 30
 #   target          the same edit as source, except every 7th file (a different line)
+#   target2         on its own drifted baseline, the same edit as source
+#   target3         on base, the port of `target` (every 7th file differs)
 awk -v n="$files" '
 function blob(kind, i,   s, l) {
   s = ""
@@ -53,10 +57,14 @@ BEGIN {
   commit("refs/heads/source", 2, "change", 2, ":1")
   commit("refs/heads/target", 3, "target baseline", 1, ":1")
   commit("refs/heads/target", 4, "change (port)", 3, "")
+  commit("refs/heads/target2", 5, "target2 baseline", 1, ":1")
+  commit("refs/heads/target2", 6, "change (port 2)", 2, "")
+  commit("refs/heads/target3", 7, "change (port 3)", 3, ":1")
 }' | git -C "$repo" fast-import --quiet
 
 source_range="main..source"
 target_range="target~1..target"
+matrix_targets=("$target_range" "target2~1..target2" "main..target3")
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # Prints "<wall seconds> <CPU seconds (user+sys)>" for one run of "$@".
@@ -69,6 +77,19 @@ floor() {
   git -C "$repo" diff -U0 "$target_range"
 }
 run_portdiff() { "$portdiff" --repo "$repo" "$source_range" "$target_range" "$@"; }
+pairwise() {
+  local target
+  for target in "${matrix_targets[@]}"; do
+    "$portdiff" --repo "$repo" "$source_range" "$target" --format json
+  done
+}
+matrix() { "$portdiff" --repo "$repo" "$source_range" "${matrix_targets[@]}" --format json; }
+# Peak resident memory in MiB of one run of "$@" (GNU time's %M is in KiB).
+peak_mib() {
+  /usr/bin/time -f '%M' -o "$rss" "$@" >/dev/null
+  awk '{ printf "%.0f", $1 / 1024 }' "$rss"
+}
+rss=$(mktemp)
 
 # Warm the page cache once, then measure.
 floor >/dev/null
@@ -79,13 +100,21 @@ for ((i = 0; i < runs; i++)); do
   echo "floor $(time_once floor)" >>"$samples"
   echo "json $(time_once run_portdiff --format json)" >>"$samples"
   echo "md $(time_once run_portdiff --format md)" >>"$samples"
+  echo "pairwise $(time_once pairwise)" >>"$samples"
+  echo "matrix $(time_once matrix)" >>"$samples"
 done
 median_of() { awk -v k="$1" -v c="$2" '$1 == k { print $c }' "$samples" | median; }
 floor_wall=$(median_of floor 2) floor_cpu=$(median_of floor 3)
 json_wall=$(median_of json 2) json_cpu=$(median_of json 3)
 md_wall=$(median_of md 2) md_cpu=$(median_of md 3)
+pairwise_wall=$(median_of pairwise 2) pairwise_cpu=$(median_of pairwise 3)
+matrix_wall=$(median_of matrix 2) matrix_cpu=$(median_of matrix 3)
 rm -f "$samples"
-totals=$(run_portdiff --format text | sed -n '5p')
+git_rss=$(peak_mib git -C "$repo" diff -U0 "$source_range")
+json_rss=$(peak_mib "$portdiff" --repo "$repo" "$source_range" "$target_range" --format json)
+matrix_rss=$(peak_mib "$portdiff" --repo "$repo" "$source_range" "${matrix_targets[@]}" --format json)
+rm -f "$rss"
+totals=$(run_portdiff --format text | sed -n '1p')
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 echo "files touched per patch: $(git -C "$repo" diff --name-only "$source_range" | wc -l) / $(git -C "$repo" diff --name-only "$target_range" | wc -l)"
@@ -94,4 +123,7 @@ echo "median of $runs runs, seconds       wall   (ratio)   cpu    (ratio)"
 echo "  floor: two git diff -U0          $floor_wall             $floor_cpu"
 echo "  portdiff --format json           $json_wall  ($(ratio "$json_wall" "$floor_wall"))   $json_cpu  ($(ratio "$json_cpu" "$floor_cpu"))"
 echo "  portdiff --format md             $md_wall  ($(ratio "$md_wall" "$floor_wall"))   $md_cpu  ($(ratio "$md_cpu" "$floor_cpu"))"
+echo "  three pairwise runs (json)       $pairwise_wall             $pairwise_cpu"
+echo "  matrix over 3 targets (json)     $matrix_wall  ($(ratio "$matrix_wall" "$pairwise_wall"))   $matrix_cpu  ($(ratio "$matrix_cpu" "$pairwise_cpu"))   vs the three pairwise runs"
+echo "peak memory (max RSS): git diff -U0 one side $git_rss MiB; portdiff pair json $json_rss MiB; matrix json $matrix_rss MiB"
 echo "git $(git --version | cut -d' ' -f3), libgit2 $(pkg-config --modversion libgit2 2>/dev/null || echo '?'), $(nproc) cores"

@@ -42,10 +42,11 @@ Difference compare_changes(const FileChange& s, const FileChange& t) {
                       equal_ids(s.new_id, t.new_id);
     return same ? Difference::none : Difference::binary;
   }
-  if (s.added == t.added && s.deleted == t.deleted) return Difference::none;
+  if (s.lines == t.lines) return Difference::none;
   for (Normalisation level : {Normalisation::final_newline, Normalisation::line_endings,
                               Normalisation::trailing_whitespace}) {
-    if (equal_under(s.added, t.added, level) && equal_under(s.deleted, t.deleted, level)) {
+    if (equal_under(s.lines.added, t.lines.added, level) &&
+        equal_under(s.lines.deleted, t.lines.deleted, level)) {
       switch (level) {
         case Normalisation::final_newline: return Difference::final_newline;
         case Normalisation::line_endings: return Difference::line_endings;

@@ -36,6 +36,17 @@ struct FileVerdict final {
   Verdict verdict = Verdict::identical;
   Difference difference = Difference::none;
   bool final_equal = false;  // blobs and modes at the two heads; only when both touch it
+  // Identical by the region reading although git's readings differ (stage realign,
+  // Note [Stable diff rule]); the region reading's counts, equal on both sides.
+  bool by_region = false;
+  std::size_t region_added = 0;
+  std::size_t region_deleted = 0;
+  // For an identical row whose final files differ: how (stage final_files), from
+  // git's -U0 reading of the source head's file (-) against the target head's (+):
+  // "+1/-1 between final files: blank lines only", or "...: first" followed by
+  // the first deleted and added lines as excerpts (excerpt.h).
+  std::string final_note;
+  std::vector<std::string> final_excerpts;
   const FileChange* source = nullptr;
   const FileChange* target = nullptr;
 };

@@ -7,64 +7,125 @@
 #include "error.h"
 
 namespace portdiff {
+namespace {
 
-std::optional<Options> parse_options(int argc, char** argv, std::ostream& out) {
-  Options options;
-  const std::map<std::string, Format> formats = {
-      {"md", Format::markdown}, {"json", Format::json}, {"text", Format::text}};
-  std::string format = "md";
-  std::vector<std::string> test_globs;
+/// -h/--help anywhere before a `--` wins over every other problem on the line,
+/// so `portdiff -h --format xml` prints the help instead of a usage error.
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") return false;
+    if (arg == "-h" || arg == "--help") return true;
+  }
+  return false;
+}
 
-  CLI::App app(
-      "portdiff: compare one change ported to two branches, file by file, byte-exact.\n"
-      "For each file in the union of both patches the added and deleted lines of each\n"
-      "side are compared exactly: identical / different / only-source / only-target.",
-      "portdiff");
+void add_report_options(CLI::App& app, Options& options, std::string& format,
+                        std::string& color, std::vector<std::string>& test_globs) {
   app.add_option("--repo", options.repo, "Repository (or a directory inside it)")
       ->type_name("DIR")
       ->capture_default_str();
-  app.add_option("SOURCE", options.source,
-                 "Source range: BASE..HEAD, BASE...HEAD (from the merge base) or a commit C "
-                 "(meaning C^..C)")
-      ->type_name("RANGE")
-      ->required();
-  app.add_option("TARGET", options.target, "Target range, same forms as SOURCE")
-      ->type_name("RANGE")
-      ->required();
   app.add_option("--format", format, "Report format: md (pull request), json, text (terminal)")
       ->type_name("FORMAT")
       ->check(CLI::IsMember({"md", "json", "text"}))
       ->capture_default_str();
-  app.add_option("--output", options.output, "Write the report to FILE instead of stdout")
+  app.add_option("--output", options.output,
+                 "Write the report to FILE instead of stdout ('-' is stdout)")
       ->type_name("FILE");
   app.add_option("--tests", test_globs,
                  "Glob naming Python test files (repeatable; replaces the defaults "
                  "test_*.py and *_test.py). Without '/' it matches the file name, with '/' "
                  "the whole path")
       ->type_name("GLOB")
-      ->expected(1)  // one glob per --tests, so globs never swallow SOURCE/TARGET
+      ->expected(1)  // one glob per --tests, so globs never swallow the ranges
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--find-renames", options.find_renames,
                "Pair deleted and added files as renames (default: a rename is a delete "
                "plus an add)");
   app.add_flag("--check", options.check, "Exit 1 when any file is not identical");
+  app.add_flag("--brief", options.brief,
+               "Print only the verdict line and the rows that are not identical");
+  app.add_option("--color", color,
+                 "Colour the text format: auto (on a terminal, unless NO_COLOR is set), "
+                 "always, never")
+      ->type_name("WHEN")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
+  Options options;
+  const std::map<std::string, Format> formats = {
+      {"md", Format::markdown}, {"json", Format::json}, {"text", Format::text}};
+  const std::map<std::string, Color> colors = {
+      {"auto", Color::automatic}, {"always", Color::always}, {"never", Color::never}};
+  std::string format = "md";
+  std::string color = "auto";
+  std::vector<std::string> test_globs;
+
+  CLI::App app(
+      "portdiff: compare one change ported to other branches, file by file, byte-exact.\n"
+      "For each file in the union of the patches the added and deleted lines of each\n"
+      "side are compared exactly: identical / different / only-source / only-target.\n"
+      "With several TARGETs: one matrix of files x targets.",
+      "portdiff");
+  add_report_options(app, options, format, color, test_globs);
+  app.add_option("SOURCE", options.source,
+                 "Source range: BASE..HEAD, BASE...HEAD (from the merge base) or a commit C "
+                 "(meaning C^..C)")
+      ->type_name("RANGE");
+  app.add_option("TARGET", options.targets,
+                 "Target range(s), same forms as SOURCE; several give a matrix")
+      ->type_name("RANGE");
+
+  CLI::App* find = app.add_subcommand(
+      "find", "Find the ports of COMMIT on branches: commits whose message says\n"
+              "\"(cherry picked from commit <COMMIT>)\" or whose stable patch-id equals\n"
+              "COMMIT's. With --report, compare them all (a matrix).");
+  find->add_option("COMMIT", options.find_commit, "The original commit")
+      ->type_name("COMMIT")
+      ->required();
+  find->add_option("--branches", options.branch_globs,
+                   "Branch glob(s) to search (refs/heads/, e.g. 'release/*'); repeatable")
+      ->type_name("GLOB")
+      ->required();
+  find->add_flag("--report", options.find_report, "Compare COMMIT with every port found");
+  std::string find_format = "md", find_color = "auto";
+  std::vector<std::string> find_globs;
+  add_report_options(*find, options, find_format, find_color, find_globs);
+
   app.footer(
       "Exit status: 0 report written; 1 with --check when some file is not identical;\n"
-      "2 on any error (not a repository, unknown revision, empty range, bad usage),\n"
-      "with a one-line message on stderr.\n"
-      "Diff: libgit2 Myers with the indent heuristic, 0 context lines, every byte kept.\n"
-      "Binary files compare blob ids; mode changes, renames and type changes are part\n"
-      "of a file's change. See tools/portdiff/README.md for the rules and JSON schema.\n");
+      "2 on any error (not a repository, unknown revision, empty range, bad usage,\n"
+      "a write error), with a one-line message on stderr.\n"
+      "Diff: git's -U0 reading (Myers, indent heuristic, 0 context), every byte kept;\n"
+      "the verdict also accepts the region reading, so it never hinges on tie-breaking.\n"
+      "See tools/portdiff/README.md for the rules and the JSON schema.\n");
 
+  if (asks_for_help(argc, argv)) {
+    help = app.help();
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == "find") help = find->help();
+    return std::nullopt;
+  }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return std::nullopt;
   } catch (const CLI::ParseError& e) {
     throw Error(std::string("usage: ") + e.what() + " (see --help)");
   }
+  options.find = find->parsed();
+  if (options.find) {
+    format = find_format;
+    color = find_color;
+    if (!find_globs.empty()) test_globs = find_globs;
+  } else {
+    if (options.source.empty()) throw Error("usage: SOURCE is required (see --help)");
+    if (options.targets.empty()) throw Error("usage: TARGET is required (see --help)");
+  }
   options.format = formats.at(format);
+  options.color = colors.at(color);
   if (!test_globs.empty()) options.test_globs = test_globs;
   return options;
 }

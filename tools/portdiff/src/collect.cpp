@@ -1,5 +1,8 @@
 #include "collect.h"
 
+#include "content.h"
+#include "diff_rule.h"
+
 namespace portdiff {
 namespace {
 
@@ -13,52 +16,48 @@ ChangeKind kind_of(git_delta_t status) {
   }
 }
 
-// git_diff_foreach calls these in order: the file callback once per delta, then the
-// binary callback or the line callbacks of that delta. Each appends to the last
-// FileChange. Streaming the lines (rather than building a git_patch per file and
-// copying out of it) halves the allocations on large patches.
-
-int on_file(const git_diff_delta* delta, float /*progress*/, void* payload) {
-  SidePatch& files = *static_cast<SidePatch*>(payload);
-  FileChange& change = files.emplace_back();
-  change.kind = kind_of(delta->status);
-  change.path = delta->status == GIT_DELTA_DELETED ? delta->old_file.path : delta->new_file.path;
-  change.old_path = delta->old_file.path;
-  change.old_mode = delta->old_file.mode;
-  change.new_mode = delta->new_file.mode;
-  change.old_id = delta->old_file.id;
-  change.new_id = delta->new_file.id;
-  // Submodules have no lines either; like binary files they compare by id.
-  change.binary = (delta->flags & GIT_DIFF_FLAG_BINARY) != 0 ||
-                  delta->old_file.mode == GIT_FILEMODE_COMMIT ||
-                  delta->new_file.mode == GIT_FILEMODE_COMMIT;
-  return 0;
-}
-
-int on_binary(const git_diff_delta* /*delta*/, const git_diff_binary* /*binary*/, void* payload) {
-  static_cast<SidePatch*>(payload)->back().binary = true;
-  return 0;
-}
-
-int on_line(const git_diff_delta* /*delta*/, const git_diff_hunk* /*hunk*/,
-            const git_diff_line* line, void* payload) {
-  FileChange& change = static_cast<SidePatch*>(payload)->back();
-  // The *_EOFNL origins only annotate the previous line, whose content already
-  // lacks the '\n'; context lines do not occur with zero context.
-  if (line->origin == GIT_DIFF_LINE_ADDITION)
-    change.added.push(line->content, line->content_len);
-  else if (line->origin == GIT_DIFF_LINE_DELETION)
-    change.deleted.push(line->content, line->content_len);
-  return 0;
+bool is_regular(std::uint32_t mode) {
+  return mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE;
 }
 
 }  // namespace
 
-SidePatch collect_lines(git_diff* diff) {
+SidePatch collect_lines(git_repository* repo, git_diff* diff) {
+  const std::size_t deltas = git_diff_num_deltas(diff);
   SidePatch files;
-  files.reserve(git_diff_num_deltas(diff));
-  check(git_diff_foreach(diff, on_file, on_binary, nullptr, on_line, &files),
-        "reading the patch");
+  files.reserve(deltas);
+  for (std::size_t i = 0; i < deltas; ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff, i);
+    FileChange& change = files.emplace_back();
+    change.kind = kind_of(delta->status);
+    change.path = delta->status == GIT_DELTA_DELETED ? delta->old_file.path : delta->new_file.path;
+    change.old_path = delta->old_file.path;
+    change.old_mode = delta->old_file.mode;
+    change.new_mode = delta->new_file.mode;
+    change.old_id = delta->old_file.id;
+    change.new_id = delta->new_file.id;
+    if (change.kind != ChangeKind::typechange && git_oid_equal(&change.old_id, &change.new_id))
+      continue;  // a mode-only change has no lines
+
+    // Both ends come from the object database: a work tree, its attributes and its
+    // filters cannot change what a report pinned to SHAs says.
+    const Content old_content = read_content(repo, change.old_mode, change.old_id);
+    const Content new_content = read_content(repo, change.new_mode, change.new_id);
+    const std::string_view old_text = old_content.text(), new_text = new_content.text();
+    change.binary = (is_regular(change.old_mode) && looks_binary(old_text)) ||
+                    (is_regular(change.new_mode) && looks_binary(new_text));
+    if (change.binary) continue;
+    switch (change.kind) {
+      case ChangeKind::added: push_all_lines(new_text, '+', change.lines); break;
+      case ChangeKind::deleted: push_all_lines(old_text, '-', change.lines); break;
+      case ChangeKind::typechange:  // git shows a deletion of one type and an addition of the other
+        push_all_lines(old_text, '-', change.lines);
+        push_all_lines(new_text, '+', change.lines);
+        break;
+      case ChangeKind::modified:
+      case ChangeKind::renamed: change.lines = read_git(old_text, new_text); break;
+    }
+  }
   return files;
 }
 

@@ -37,6 +37,25 @@ class LineSeq final {
   std::vector<std::size_t> ends_;
 };
 
+/// The lines of one file's patch: added and deleted lines, and their patch order
+/// (one '-' or '+' per line, as the patch lists them) so that the first difference
+/// between two patches can be found in reading order.
+struct PatchLines final {
+  LineSeq added;
+  LineSeq deleted;
+  std::string order;
+
+  void push(char origin, const char* bytes, std::size_t length) {
+    (origin == '+' ? added : deleted).push(bytes, length);
+    order.push_back(origin);
+  }
+  bool operator==(const PatchLines& other) const {
+    // The rule compares the two sequences (design §3); order only guides the display.
+    return added == other.added && deleted == other.deleted;
+  }
+  bool operator!=(const PatchLines& other) const { return !(*this == other); }
+};
+
 enum class ChangeKind { added, deleted, modified, renamed, typechange };
 
 /*
@@ -44,7 +63,7 @@ enum class ChangeKind { added, deleted, modified, renamed, typechange };
  * blob ids, rename origin, binary) and its added and deleted lines in patch order.
  * `path` is the file's path at head (at base for a deletion) and keys the union of
  * the two patches. Binary files and submodules carry no lines; their change is the
- * pair of blob ids.
+ * pair of blob ids. Lines follow git's -U0 reading (diff_rule.h).
  */
 struct FileChange final {
   std::string path;
@@ -55,8 +74,7 @@ struct FileChange final {
   git_oid old_id{};
   git_oid new_id{};  // zero for a deletion
   bool binary = false;
-  LineSeq added;
-  LineSeq deleted;
+  PatchLines lines;
 };
 
 /// One side's patch: every file it touches, in libgit2's (path) order.

@@ -30,6 +30,9 @@ using TreeEntryPtr = GitPtr<git_tree_entry, git_tree_entry_free>;
 using BlobPtr = GitPtr<git_blob, git_blob_free>;
 using DiffPtr = GitPtr<git_diff, git_diff_free>;
 using PatchPtr = GitPtr<git_patch, git_patch_free>;
+using RevwalkPtr = GitPtr<git_revwalk, git_revwalk_free>;
+using ReferencePtr = GitPtr<git_reference, git_reference_free>;
+using BranchIteratorPtr = GitPtr<git_branch_iterator, git_branch_iterator_free>;
 
 /// Initialises libgit2 (and its process-wide settings) for the lifetime of the
 /// object. Not copyable or movable: there is one per process, on main()'s stack.

@@ -6,6 +6,7 @@
 namespace portdiff {
 
 enum class Format { markdown, json, text };
+enum class Color { automatic, always, never };
 
 /*
  * Options: everything the command line can set, with its defaults. cli.cpp fills
@@ -13,15 +14,24 @@ enum class Format { markdown, json, text };
  */
 struct Options final {
   std::string repo = ".";
-  std::string source;  // `BASE..HEAD`, `BASE...HEAD` or a single commit `C`
-  std::string target;
+  std::string source;                // `BASE..HEAD`, `BASE...HEAD` or a single commit `C`
+  std::vector<std::string> targets;  // one target: a pair report; several: a matrix
+  std::vector<std::string> target_labels;  // names for the targets (find: branches); may be empty
   Format format = Format::markdown;
-  std::string output;  // empty: standard output
+  std::string output;  // empty or "-": standard output
   // Globs naming the Python test files whose test functions are compared. A glob
   // without '/' matches the file name, one with '/' the whole path.
   std::vector<std::string> test_globs = {"test_*.py", "*_test.py"};
   bool find_renames = false;
   bool check = false;  // exit 1 when any file is not identical
+  bool brief = false;  // only the verdict line and the rows that are not identical
+  Color color = Color::automatic;  // text format only; NO_COLOR turns `automatic` off
+
+  // `portdiff find COMMIT --branches GLOB...`: set when that subcommand was given.
+  bool find = false;
+  std::string find_commit;
+  std::vector<std::string> branch_globs;
+  bool find_report = false;  // compare the ports found (a matrix report)
 };
 
 }  // namespace portdiff

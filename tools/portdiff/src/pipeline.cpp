@@ -3,47 +3,72 @@
 #include <future>
 
 #include "collect.h"
+#include "final_files.h"
 #include "git_handle.h"
+#include "realign.h"
 #include "side_diff.h"
 
 namespace portdiff {
 namespace {
 
-/// Diffs and collects one side on its own repository handle: the two sides are
+using SharedPatch = std::shared_ptr<const SidePatch>;
+
+/// Diffs and collects one side on its own repository handle: the sides are
 /// independent, and libgit2 handles must not be shared between threads.
-SidePatch patch_of(const Options& options, const ResolvedRange& range) {
+SharedPatch patch_of(const Options& options, const ResolvedRange& range) {
   RepositoryPtr repo = open_repository(options.repo);
-  return collect_lines(diff_range(repo.get(), range, options).get());
+  return std::make_shared<const SidePatch>(
+      collect_lines(repo.get(), diff_range(repo.get(), range, options).get()));
+}
+
+/// Every range's patch, in order; concurrently when libgit2 was built thread-safe
+/// (Debian's is). An Error in any thread is rethrown here by get().
+std::vector<SharedPatch> patches_of(const Options& options,
+                                    const std::vector<ResolvedRange>& ranges) {
+  std::vector<SharedPatch> patches;
+  if (!(git_libgit2_features() & GIT_FEATURE_THREADS)) {
+    for (const ResolvedRange& range : ranges) patches.push_back(patch_of(options, range));
+    return patches;
+  }
+  std::vector<std::future<SharedPatch>> running;
+  for (std::size_t i = 1; i < ranges.size(); ++i)
+    running.push_back(std::async(std::launch::async, patch_of, std::cref(options),
+                                 std::cref(ranges[i])));
+  patches.push_back(patch_of(options, ranges[0]));
+  for (auto& future : running) patches.push_back(future.get());
+  return patches;
 }
 
 }  // namespace
 
-Report build_report(const Options& options) {
+std::vector<Report> build_reports(const Options& options) {
   RepositoryPtr repo = open_repository(options.repo);
 
-  Report report;
-  report.find_renames = options.find_renames;
-  report.source = resolve_range(repo.get(), options.source, "source");
-  report.target = resolve_range(repo.get(), options.target, "target");
-
-  // The two sides run concurrently when libgit2 was built thread-safe (Debian's
-  // is); an Error in the target thread is rethrown here by get().
-  if (git_libgit2_features() & GIT_FEATURE_THREADS) {
-    auto target = std::async(std::launch::async, patch_of, std::cref(options),
-                             std::cref(report.target));
-    report.source_patch = patch_of(options, report.source);
-    report.target_patch = target.get();
-  } else {
-    report.source_patch = patch_of(options, report.source);
-    report.target_patch = patch_of(options, report.target);
+  std::vector<ResolvedRange> ranges;  // the source, then each target
+  ranges.push_back(resolve_range(repo.get(), options.source, "source"));
+  for (std::size_t i = 0; i < options.targets.size(); ++i) {
+    const std::string side = options.targets.size() == 1 ? "target" : "target " + std::to_string(i + 1);
+    ranges.push_back(resolve_range(repo.get(), options.targets[i], side));
+    if (i < options.target_labels.size()) ranges.back().label = options.target_labels[i];
   }
+  const std::vector<SharedPatch> patches = patches_of(options, ranges);
 
-  report.files = classify(report.source_patch, report.target_patch);
-  report.totals = count(report.files);
-
-  report.tests = compare_test_functions(repo.get(), report.source, report.target, report.files,
-                                        options);
-  return report;
+  std::vector<Report> reports;
+  for (std::size_t i = 1; i < ranges.size(); ++i) {
+    Report& report = reports.emplace_back();
+    report.find_renames = options.find_renames;
+    report.source = ranges[0];
+    report.target = ranges[i];
+    report.source_patch = patches[0];
+    report.target_patch = patches[i];
+    report.files = classify(*report.source_patch, *report.target_patch);
+    realign(repo.get(), report.files);
+    describe_final_files(repo.get(), report.files);
+    report.totals = count(report.files);
+    report.tests = compare_test_functions(repo.get(), report.source, report.target, report.files,
+                                          options);
+  }
+  return reports;
 }
 
 bool all_identical(const Report& report) {

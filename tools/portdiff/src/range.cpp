@@ -1,5 +1,6 @@
 #include "range.h"
 
+#include "ancestry.h"
 #include "error.h"
 #include "git_handle.h"
 
@@ -13,30 +14,47 @@ git_oid peel_to_commit(git_object* object, const std::string& what) {
   return *git_object_id(commit.get());
 }
 
+std::string short_id(const git_oid& id) { return to_hex(id).substr(0, 12); }
+
+/// "'main' (0123456789ab)": what the user wrote for one end, and the commit it is.
+std::string named(const std::string& written, const git_oid& id) {
+  return "'" + written + "' (" + short_id(id) + ")";
+}
+
 }  // namespace
 
 ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
                             const std::string& side) {
   const std::string where = side + " '" + spec + "'";
-  ResolvedRange range{spec, {}, {}};
+  const std::string hint = shallow_hint(repo);
+  ResolvedRange range{spec, spec, {}, {}};
+  std::string base_written, head_written;
 
-  if (spec.find("..") != std::string::npos) {
+  const std::size_t dots = spec.find("..");
+  if (dots != std::string::npos) {
     git_revspec revspec{};
-    check(git_revparse(&revspec, repo, spec.c_str()), "unknown revision in " + where);
+    check(git_revparse(&revspec, repo, spec.c_str()), "unknown revision in " + where + hint);
     ObjectPtr from(revspec.from);
     ObjectPtr to(revspec.to);
     if (!(revspec.flags & GIT_REVSPEC_RANGE) || !from || !to)
       throw Error("not a range: " + where);
     range.base = peel_to_commit(from.get(), where);
     range.head = peel_to_commit(to.get(), where);
-    if (revspec.flags & GIT_REVSPEC_MERGE_BASE) {
+    const bool three_dots = (revspec.flags & GIT_REVSPEC_MERGE_BASE) != 0;
+    base_written = spec.substr(0, dots);
+    head_written = spec.substr(dots + (three_dots ? 3 : 2));
+    if (three_dots) {
       const git_oid tips[2] = {range.base, range.head};
-      check(git_merge_base(&range.base, repo, &tips[0], &tips[1]),
-            "no merge base in " + where);
+      const int found = git_merge_base(&range.base, repo, &tips[0], &tips[1]);
+      if (found == GIT_ENOTFOUND)
+        throw Error("no merge base in " + where + ": " + named(base_written, tips[0]) + " and " +
+                    named(head_written, tips[1]) + " have unrelated histories" + hint);
+      check(found, "finding the merge base in " + where + hint);
+      base_written = "merge base";
     }
   } else {
     git_object* raw = nullptr;
-    check(git_revparse_single(&raw, repo, spec.c_str()), "unknown revision in " + where);
+    check(git_revparse_single(&raw, repo, spec.c_str()), "unknown revision in " + where + hint);
     ObjectPtr object(raw);
     range.head = peel_to_commit(object.get(), where);
     git_commit* commit_raw = nullptr;
@@ -45,13 +63,31 @@ ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
     if (git_commit_parentcount(commit.get()) == 0)
       throw Error("root commit has no parent, give BASE..HEAD: " + where);
     range.base = *git_commit_parent_id(commit.get(), 0);
+    base_written = spec + "^";
+    head_written = spec;
   }
 
   if (git_oid_equal(&range.base, &range.head))
     throw Error("empty range (base and head are the same commit): " + where);
-  if (check(git_graph_descendant_of(repo, &range.base, &range.head), "walking " + where) == 1)
+  if (!has_commit(repo, range.base))
+    throw Error("base " + named(base_written, range.base) + " of " + where +
+                " is not in this repository" +
+                (hint.empty() ? "" : ": it lies past the shallow boundary" + hint));
+  switch (descends_from(repo, range.head, range.base)) {
+    case Descent::yes: return range;
+    case Descent::unknown:
+      throw Error("cannot tell whether head " + named(head_written, range.head) +
+                  " descends from base " + named(base_written, range.base) + " in " + where +
+                  ": the history is cut at the shallow boundary before either answer" + hint);
+    case Descent::no: break;
+  }
+  if (descends_from(repo, range.base, range.head) == Descent::yes)
     throw Error("empty range (head is an ancestor of base): " + where);
-  return range;
+  // Diffing the two trees would show the base's own commits reversed, as extra
+  // rows nobody ported; git's BASE...HEAD reading is one flag away, so ask for it.
+  throw Error("head " + named(head_written, range.head) + " does not descend from base " +
+              named(base_written, range.base) + " in " + where +
+              "; give BASE...HEAD to compare from their merge base, as git diff A...B does");
 }
 
 }  // namespace portdiff

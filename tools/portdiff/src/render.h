@@ -1,17 +1,22 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
+#include "excerpt.h"
+#include "options.h"
 #include "report.h"
 
 namespace portdiff {
 
 /// Stage 6 — render. Each format lives in its own file; all three read the same
 /// Report and share the vocabulary below, so the words match across formats.
-std::string render_markdown(const Report& report);
-std::string render_json(const Report& report);
-std::string render_text(const Report& report);
+/// `options.brief` keeps the verdict line and the rows that are not identical;
+/// `options.color` (text only) is `always` or `never` here, resolved by main.
+std::string render_markdown(const Report& report, const Options& options);
+std::string render_json(const Report& report, const Options& options);
+std::string render_text(const Report& report, const Options& options);
 
 const char* verdict_name(Verdict verdict);        // "identical", "only-source", ...
 const char* difference_name(Difference difference);  // "final-newline", ... ("" for none)
@@ -19,9 +24,6 @@ const char* difference_description(Difference difference);  // a short phrase fo
 const char* kind_name(ChangeKind kind);            // "added", "renamed", ...
 const char* effect_name(PatchEffect effect);       // "added", "changed", ...
 
-/// A path for a human view: control bytes C-escaped (`\n`, `\t`, `\x1b`), as git quotes
-/// them, so one path stays on one line; every other byte kept.
-std::string printable_path(const std::string& path);
 /// Columns a UTF-8 string takes in a terminal, counting one per code point.
 std::size_t display_width(const std::string& text);
 
@@ -31,12 +33,33 @@ std::string octal_mode(std::uint32_t mode);
 /// `+added/-deleted` for one side, or "binary".
 std::string counts(const FileChange& change);
 
+/// How a format shows a name (a path) inside a note: quoted, and for Markdown
+/// also as inline code.
+using NameStyle = std::function<std::string(const std::string&)>;
+
 /// Header notes a reviewer needs beside the counts: new/deleted file, rename
 /// origin, mode change, type change (empty when none).
-std::string header_notes(const FileChange& change);
+std::string header_notes(const FileChange& change, const NameStyle& name);
 
 /// header_notes() for a row: one note when the sides agree, both when they differ.
-std::string row_notes(const FileVerdict& row);
+std::string row_notes(const FileVerdict& row, const NameStyle& name);
+
+/// The first differing line of a `different` row on each side (excerpt.h), or ""
+/// when the difference is not in the lines (kind, mode, binary).
+std::string first_difference(const FileVerdict& row, const ExcerptStyle& excerpt);
+
+/// Remarks of a row beyond its header notes: the first differing line of a
+/// `different` row, the region note and the final-file note of an identical one.
+/// Words go through `words` (Markdown escapes them), excerpts through `excerpt`.
+std::string row_remarks(const FileVerdict& row, const ExcerptStyle& words,
+                        const ExcerptStyle& excerpt);
+
+/// The verdict and the totals in one line, without markup:
+/// "Verdict: not identical — 7 files: 2 identical (final files equal: 1), 3 different, ...".
+std::string verdict_line(const Report& report);
+
+/// `text` without the blanks that column padding leaves before each newline.
+std::string trim_line_ends(const std::string& text);
 
 /// The diff configuration in one sentence.
 std::string diff_settings_sentence(const Report& report);

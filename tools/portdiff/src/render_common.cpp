@@ -1,5 +1,6 @@
 #include <cstdio>
 
+#include "excerpt.h"
 #include "render.h"
 #include "side_diff.h"
 
@@ -45,27 +46,6 @@ const char* difference_description(Difference difference) {
   return "";
 }
 
-std::string printable_path(const std::string& path) {
-  std::string out;
-  out.reserve(path.size());
-  for (unsigned char c : path) {
-    switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char hex[5];
-          std::snprintf(hex, sizeof hex, "\\x%02x", c);
-          out += hex;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
-
 std::size_t display_width(const std::string& text) {
   std::size_t width = 0;
   for (unsigned char c : text) width += (c & 0xC0) != 0x80;  // continuation bytes add nothing
@@ -95,7 +75,8 @@ const char* effect_name(PatchEffect effect) {
 
 std::string counts(const FileChange& change) {
   if (change.binary) return "binary";
-  return "+" + std::to_string(change.added.size()) + "/-" + std::to_string(change.deleted.size());
+  return "+" + std::to_string(change.lines.added.size()) + "/-" +
+         std::to_string(change.lines.deleted.size());
 }
 
 std::string octal_mode(std::uint32_t mode) {
@@ -104,12 +85,12 @@ std::string octal_mode(std::uint32_t mode) {
   return text;
 }
 
-std::string header_notes(const FileChange& change) {
+std::string header_notes(const FileChange& change, const NameStyle& name) {
   switch (change.kind) {
     case ChangeKind::added: return "new file " + octal_mode(change.new_mode);
     case ChangeKind::deleted: return "deleted file";
     case ChangeKind::renamed: {
-      std::string note = "renamed from " + change.old_path;
+      std::string note = "renamed from " + name(change.old_path);
       if (change.old_mode != change.new_mode)
         note += ", mode " + octal_mode(change.old_mode) + "→" + octal_mode(change.new_mode);
       return note;
@@ -123,18 +104,69 @@ std::string header_notes(const FileChange& change) {
   return "";
 }
 
-std::string row_notes(const FileVerdict& row) {
-  const std::string s = row.source ? header_notes(*row.source) : "";
-  const std::string t = row.target ? header_notes(*row.target) : "";
+std::string row_notes(const FileVerdict& row, const NameStyle& name) {
+  const std::string s = row.source ? header_notes(*row.source, name) : "";
+  const std::string t = row.target ? header_notes(*row.target, name) : "";
   if (!row.source || !row.target || s == t) return s.empty() ? t : s;
   return "source: " + (s.empty() ? "-" : s) + "; target: " + (t.empty() ? "-" : t);
 }
 
+std::string first_difference(const FileVerdict& row, const ExcerptStyle& excerpt) {
+  if (row.verdict != Verdict::different) return "";
+  const bool line_level = row.difference == Difference::final_newline ||
+                          row.difference == Difference::line_endings ||
+                          row.difference == Difference::trailing_whitespace ||
+                          row.difference == Difference::lines;
+  return line_level ? first_difference_excerpt(row.source->lines, row.target->lines, excerpt) : "";
+}
+
+std::string row_remarks(const FileVerdict& row, const ExcerptStyle& words,
+                        const ExcerptStyle& excerpt) {
+  std::string out;
+  const auto add = [&](const std::string& text) {
+    if (!text.empty()) out += (out.empty() ? "" : "; ") + text;
+  };
+  const std::string first = first_difference(row, excerpt);
+  if (!first.empty()) add(words("first difference: ") + first);
+  if (row.by_region)
+    add(words("same edit, which git -U0 aligns differently on the two baselines (region "
+              "reading: +" + std::to_string(row.region_added) + "/-" +
+              std::to_string(row.region_deleted) + " on both sides)"));
+  if (!row.final_note.empty()) {
+    std::string note = words(row.final_note);
+    for (const std::string& line : row.final_excerpts) note += " " + excerpt(line);
+    add(note);
+  }
+  return out;
+}
+
+std::string verdict_line(const Report& report) {
+  const Totals& t = report.totals;
+  const bool identical = t.identical == t.files;
+  return std::string("Verdict: ") + (identical ? "identical" : "not identical") + " — " +
+         std::to_string(t.files) + " files: " + std::to_string(t.identical) +
+         " identical (final files equal: " + std::to_string(t.identical_final_equal) + "), " +
+         std::to_string(t.different) + " different, " + std::to_string(t.only_source) +
+         " only-source, " + std::to_string(t.only_target) + " only-target";
+}
+
+std::string trim_line_ends(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\n')
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += c;
+  }
+  return out;
+}
+
 std::string diff_settings_sentence(const Report& report) {
-  return std::string("libgit2 diff, algorithm ") + DiffSettings::algorithm +
+  return std::string("git's -U0 reading (libgit2's xdiff, algorithm ") + DiffSettings::algorithm +
          (DiffSettings::indent_heuristic ? " with the indent heuristic" : "") + ", " +
          std::to_string(DiffSettings::context_lines) +
-         " context lines, no whitespace or end-of-line normalisation, renames " +
+         " context lines, after git's common-tail trim), the region reading where git's "
+         "readings differ, no whitespace or end-of-line normalisation, no attributes, renames " +
          (report.find_renames ? "detected (--find-renames)" : "off (a rename is a delete plus an add)");
 }
 

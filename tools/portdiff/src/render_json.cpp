@@ -1,50 +1,73 @@
-#include <nlohmann/json.hpp>
+#include "render_json.h"
 
 #include "git_handle.h"
+#include "quote.h"
 #include "render.h"
 #include "side_diff.h"
 
 namespace portdiff {
 namespace {
 
-using json = nlohmann::ordered_json;
-
 json mode(std::uint32_t value) { return value == 0 ? json(nullptr) : json(octal_mode(value)); }
+
+}  // namespace
 
 // Objects are filled key by key: nlohmann's initializer lists copy every value,
 // which dominates rendering on patches of thousands of files.
-json side(const FileChange* change) {
+
+json side_json(const FileChange* change) {
   if (change == nullptr) return nullptr;
   json out = json::object();
   out["status"] = kind_name(change->kind);
   out["old_path"] = change->old_path;
+  out["old_path_quoted"] = quote(change->old_path);
   out["old_mode"] = mode(change->old_mode);
   out["new_mode"] = mode(change->new_mode);
   out["binary"] = change->binary;
-  out["added"] = change->added.size();
-  out["deleted"] = change->deleted.size();
+  out["added"] = change->lines.added.size();
+  out["deleted"] = change->lines.deleted.size();
   return out;
 }
 
-json range(const ResolvedRange& r) {
-  return json{{"spec", r.spec}, {"base", to_hex(r.base)}, {"head", to_hex(r.head)}};
+json range_json(const ResolvedRange& r) {
+  json out = json::object();
+  out["spec"] = r.spec;
+  out["label"] = r.label;
+  out["base"] = to_hex(r.base);
+  out["head"] = to_hex(r.head);
+  return out;
 }
 
-}  // namespace
-
-std::string render_json(const Report& report) {
+json report_json(const Report& report, const Options& options) {
   const Totals& t = report.totals;
   json files = json::array();
   for (const FileVerdict& row : report.files) {
+    if (options.brief && row.verdict == Verdict::identical) continue;
     const bool both = row.source && row.target;
     json file = json::object();
     file["path"] = row.path;
+    file["path_quoted"] = quote(row.path);
     file["class"] = verdict_name(row.verdict);
     file["difference"] =
         row.verdict == Verdict::different ? json(difference_name(row.difference)) : json(nullptr);
     file["final_equal"] = both ? json(row.final_equal) : json(nullptr);
-    file["source"] = side(row.source);
-    file["target"] = side(row.target);
+    file["identical_by"] = row.verdict != Verdict::identical ? json(nullptr)
+                           : row.by_region                  ? json("region")
+                                                            : json("git-u0");
+    if (row.by_region) {
+      json region = json::object();
+      region["added"] = row.region_added;
+      region["deleted"] = row.region_deleted;
+      file["region"] = std::move(region);
+    }
+    const auto plain = [](const std::string& text) { return text; };
+    const std::string first = first_difference(row, plain);
+    file["first_difference"] = first.empty() ? json(nullptr) : json(first);
+    std::string final_note = row.final_note;
+    for (const std::string& line : row.final_excerpts) final_note += " " + line;
+    file["final_note"] = final_note.empty() ? json(nullptr) : json(final_note);
+    file["source"] = side_json(row.source);
+    file["target"] = side_json(row.target);
     files.push_back(std::move(file));
   }
 
@@ -77,14 +100,15 @@ std::string render_json(const Report& report) {
   }
 
   json document = json::object();
-  document["schema"] = "portdiff/1";
+  document["schema"] = "portdiff/2";
+  document["verdict"] = verdict_line(report);
   document["diff"] = {{"algorithm", DiffSettings::algorithm},
                       {"indent_heuristic", DiffSettings::indent_heuristic},
                       {"context_lines", DiffSettings::context_lines},
                       {"whitespace", "exact"},
                       {"find_renames", report.find_renames}};
-  document["source"] = range(report.source);
-  document["target"] = range(report.target);
+  document["source"] = range_json(report.source);
+  document["target"] = range_json(report.target);
   document["totals"] = {{"files", t.files},
                         {"source_files", t.source_files},
                         {"target_files", t.target_files},
@@ -94,9 +118,18 @@ std::string render_json(const Report& report) {
                         {"only_source", t.only_source},
                         {"only_target", t.only_target}};
   document["files"] = std::move(files);
-  document["test_files"] = std::move(tests);
-  // Paths are bytes; invalid UTF-8 becomes U+FFFD rather than failing the report.
+  document["test_files"] = options.brief ? json::array() : std::move(tests);
+  return document;
+}
+
+std::string dump_json(const json& document) {
+  // Paths are bytes; invalid UTF-8 becomes U+FFFD in "path" (the display form) while
+  // "path_quoted" keeps names distinct.
   return document.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string render_json(const Report& report, const Options& options) {
+  return dump_json(report_json(report, options));
 }
 
 }  // namespace portdiff

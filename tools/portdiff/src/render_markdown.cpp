@@ -1,34 +1,31 @@
 #include <sstream>
 
 #include "git_handle.h"
+#include "markdown_text.h"
+#include "quote.h"
 #include "render.h"
 
 namespace portdiff {
 namespace {
 
-/// A path or name as inline code that survives a Markdown table cell.
-std::string code(const std::string& raw) {
-  const std::string text = printable_path(raw);
-  std::string escaped;
-  for (char c : text) {
-    if (c == '|') escaped += '\\';
-    escaped += c;
-  }
-  if (text.find('`') != std::string::npos) return "`` " + escaped + " ``";
-  return "`" + escaped + "`";
-}
+/// Identical rows beyond this many go into a collapsed <details> block.
+constexpr std::size_t collapse_identical_above = 10;
+
+const NameStyle name_style = [](const std::string& name) { return code(name); };
 
 const char* final_files(const FileVerdict& row) {
   return row.final_equal ? "equal" : "differ";
 }
 
-void file_section(std::ostringstream& out, const Report& report, const char* heading,
-                  Verdict verdict, std::size_t total) {
-  out << "### " << heading << " (" << total << ")\n\n";
-  if (total == 0) {
-    out << "None.\n\n";
-    return;
-  }
+/// A row's notes for a Markdown cell: header notes, then the remarks.
+std::string notes(const FileVerdict& row) {
+  const std::string header = row_notes(row, name_style);
+  const std::string remarks = row_remarks(row, md_text, code_span);
+  if (header.empty() || remarks.empty()) return header + remarks;
+  return header + "; " + remarks;
+}
+
+void table_head(std::ostringstream& out, Verdict verdict) {
   switch (verdict) {
     case Verdict::identical:
       out << "| file | source +/- | target +/- | final files | notes |\n|---|---|---|---|---|\n";
@@ -40,23 +37,60 @@ void file_section(std::ostringstream& out, const Report& report, const char* hea
     case Verdict::only_source: out << "| file | source +/- | notes |\n|---|---|---|\n"; break;
     case Verdict::only_target: out << "| file | target +/- | notes |\n|---|---|---|\n"; break;
   }
-  for (const FileVerdict& row : report.files) {
-    if (row.verdict != verdict) continue;
-    out << "| " << code(row.path) << " | ";
-    switch (verdict) {
-      case Verdict::identical:
-        out << counts(*row.source) << " | " << counts(*row.target) << " | " << final_files(row);
-        break;
-      case Verdict::different:
-        out << counts(*row.source) << " | " << counts(*row.target) << " | "
-            << difference_description(row.difference) << " | " << final_files(row);
-        break;
-      case Verdict::only_source: out << counts(*row.source); break;
-      case Verdict::only_target: out << counts(*row.target); break;
-    }
-    out << " | " << row_notes(row) << " |\n";
+}
+
+void table_row(std::ostringstream& out, const FileVerdict& row) {
+  out << "| " << code(row.path) << " | ";
+  switch (row.verdict) {
+    case Verdict::identical:
+      out << counts(*row.source) << " | " << counts(*row.target) << " | " << final_files(row);
+      break;
+    case Verdict::different:
+      out << counts(*row.source) << " | " << counts(*row.target) << " | "
+          << difference_description(row.difference) << " | " << final_files(row);
+      break;
+    case Verdict::only_source: out << counts(*row.source); break;
+    case Verdict::only_target: out << counts(*row.target); break;
   }
-  out << "\n";
+  out << " | " << notes(row) << " |\n";
+}
+
+void file_section(std::ostringstream& out, const Report& report, const char* heading,
+                  Verdict verdict, std::size_t total) {
+  out << "### " << heading << " (" << total << ")\n\n";
+  if (total == 0) {
+    out << "None.\n\n";
+    return;
+  }
+  const bool collapse = verdict == Verdict::identical && total > collapse_identical_above;
+  if (collapse) {
+    std::size_t noted = 0;
+    for (const FileVerdict& row : report.files)
+      if (row.verdict == verdict && (!row.final_note.empty() || row.by_region)) ++noted;
+    out << "<details><summary>" << total << " identical files (" << noted
+        << " with a note)</summary>\n\n";
+  }
+  table_head(out, verdict);
+  for (const FileVerdict& row : report.files)
+    if (row.verdict == verdict) table_row(out, row);
+  out << (collapse ? "\n</details>\n\n" : "\n");
+}
+
+/// --brief: the rows that are not identical, in one table.
+void brief_table(std::ostringstream& out, const Report& report) {
+  if (report.totals.identical == report.totals.files) return;
+  out << "| file | class | source +/- | target +/- | notes |\n|---|---|---|---|---|\n";
+  for (const FileVerdict& row : report.files) {
+    if (row.verdict == Verdict::identical) continue;
+    std::string what = row.verdict == Verdict::different
+                           ? std::string(difference_description(row.difference))
+                           : std::string();
+    const std::string n = notes(row);
+    if (!n.empty()) what += (what.empty() ? "" : "; ") + n;
+    out << "| " << code(row.path) << " | " << verdict_name(row.verdict) << " | "
+        << (row.source ? counts(*row.source) : "—") << " | "
+        << (row.target ? counts(*row.target) : "—") << " | " << what << " |\n";
+  }
 }
 
 std::string name_list(const TestFileComparison& file, bool source_side) {
@@ -112,11 +146,19 @@ void test_section(std::ostringstream& out, const Report& report) {
 
 }  // namespace
 
-std::string render_markdown(const Report& report) {
+std::string render_markdown(const Report& report, const Options& options) {
   const Totals& t = report.totals;
   std::ostringstream out;
-  out << "# Backport comparison: " << code(report.source.spec) << " vs "
-      << code(report.target.spec) << "\n\n";
+  if (!options.brief)
+    out << "# Backport comparison: " << code(report.source.label) << " vs "
+        << code(report.target.label) << "\n\n";
+  out << "**" << md_text(verdict_line(report)) << ".**\n\n";
+  if (options.brief) {
+    brief_table(out, report);
+    std::string text = out.str();
+    while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
+    return text;
+  }
 
   out << "## 1. Purpose\n\n"
          "One change, ported to two branches: this report compares the two patches file by "
@@ -128,19 +170,23 @@ std::string render_markdown(const Report& report) {
          "blank lines, CR, and whether the last line ends in a newline) and compared "
          "exactly:\n\n"
          "- **identical**: both sequences are equal, and so are the file headers (kind of "
-         "change, modes, rename origin); binary files compare their blob ids.\n"
+         "change, modes, rename origin); binary files compare their blob ids. Counts are "
+         "`git diff -U0`'s; where git aligns the same edit differently on the two "
+         "baselines, the sequences are compared as read between each file's common prefix "
+         "and suffix, so the verdict never hinges on how a diff breaks ties.\n"
          "- **different**: one byte or one line count differs; the report names the "
          "smallest difference (final newline, line endings, trailing whitespace, lines, "
          "mode, ...).\n"
          "- **only-source** / **only-target**: only one patch touches the file.\n\n"
          "An identical change is not an identical file: the two baselines may differ, so "
          "the report says separately whether the final files (the blobs at the two heads) "
-         "are equal.\n\n";
+         "are equal, and when they are not, how they differ (`git diff -U0` of the source "
+         "head's file against the target head's).\n\n";
   out << "Diff: " << diff_settings_sentence(report) << ".\n\n";
   out << "Pinned ranges (the report does not move when the branches do):\n\n";
-  out << "- source " << code(report.source.spec) << ": `" << to_hex(report.source.base) << ".."
+  out << "- source " << code(report.source.label) << ": `" << to_hex(report.source.base) << ".."
       << to_hex(report.source.head) << "`\n";
-  out << "- target " << code(report.target.spec) << ": `" << to_hex(report.target.base) << ".."
+  out << "- target " << code(report.target.label) << ": `" << to_hex(report.target.base) << ".."
       << to_hex(report.target.head) << "`\n\n";
 
   out << "## 3. Totals\n\n";

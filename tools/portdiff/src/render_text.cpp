@@ -2,14 +2,34 @@
 #include <sstream>
 
 #include "git_handle.h"
+#include "quote.h"
 #include "render.h"
 
 namespace portdiff {
 namespace {
 
-/// `text` made printable and padded to `width` terminal columns.
+/// ANSI colours for the terminal view; empty strings when colour is off.
+struct Palette final {
+  explicit Palette(bool on)
+      : bold(on ? "\033[1m" : ""), green(on ? "\033[32m" : ""), red(on ? "\033[31m" : ""),
+        yellow(on ? "\033[33m" : ""), reset(on ? "\033[0m" : "") {}
+  const char* of(Verdict verdict) const {
+    switch (verdict) {
+      case Verdict::identical: return green;
+      case Verdict::different: return red;
+      case Verdict::only_source:
+      case Verdict::only_target: return yellow;
+    }
+    return "";
+  }
+  const char *bold, *green, *red, *yellow, *reset;
+};
+
+const NameStyle name_style = [](const std::string& name) { return quote(name); };
+
+/// `raw` quoted (quote.h) and padded to `width` terminal columns.
 std::string padded(const std::string& raw, std::size_t width) {
-  const std::string text = printable_path(raw);
+  const std::string text = quote(raw);
   const std::size_t used = display_width(text);
   return used >= width ? text + " " : text + std::string(width - used, ' ');
 }
@@ -18,51 +38,65 @@ std::string short_range(const ResolvedRange& r) {
   return to_hex(r.base).substr(0, 12) + ".." + to_hex(r.head).substr(0, 12);
 }
 
+std::string remarks_of(const FileVerdict& row) {
+  std::string remark;
+  const auto add = [&](const std::string& text) {
+    if (!text.empty()) remark += (remark.empty() ? "" : "; ") + text;
+  };
+  if (row.verdict == Verdict::different) add(difference_description(row.difference));
+  if (row.source && row.target) add(row.final_equal ? "final files equal" : "final files differ");
+  add(row_notes(row, name_style));
+  const auto plain = [](const std::string& text) { return text; };
+  add(row_remarks(row, plain, plain));
+  return remark;
+}
+
 }  // namespace
 
-std::string render_text(const Report& report) {
+std::string render_text(const Report& report, const Options& options) {
   const Totals& t = report.totals;
+  const Palette color(options.color == Color::always);
+  const bool identical = t.identical == t.files;
   std::ostringstream out;
-  out << "source  " << short_range(report.source) << "  (" << report.source.spec << ")\n";
-  out << "target  " << short_range(report.target) << "  (" << report.target.spec << ")\n";
-  out << "diff    " << diff_settings_sentence(report) << "\n\n";
-  out << t.files << " files (source " << t.source_files << ", target " << t.target_files
-      << "): " << t.identical << " identical (" << t.identical_final_equal
-      << " with equal final files), " << t.different << " different, " << t.only_source
-      << " only-source, " << t.only_target << " only-target\n";
+  out << color.bold << (identical ? color.green : color.red) << verdict_line(report) << color.reset
+      << "\n";
+  if (!options.brief) {
+    out << "source  " << short_range(report.source) << "  (" << quote(report.source.label) << ")\n";
+    out << "target  " << short_range(report.target) << "  (" << quote(report.target.label) << ")\n";
+    out << "diff    " << diff_settings_sentence(report) << "\n";
+    out << t.files << " files (source " << t.source_files << ", target " << t.target_files
+        << "): " << t.identical << " identical (" << t.identical_final_equal
+        << " with equal final files), " << t.different << " different, " << t.only_source
+        << " only-source, " << t.only_target << " only-target\n";
+  }
 
   std::size_t width = 4;
-  for (const FileVerdict& row : report.files) width = std::max(width, display_width(printable_path(row.path)));
+  for (const FileVerdict& row : report.files) width = std::max(width, display_width(quote(row.path)));
   width = std::min<std::size_t>(width + 2, 60);
 
   for (Verdict verdict : {Verdict::identical, Verdict::different, Verdict::only_source,
                           Verdict::only_target}) {
+    if (options.brief && verdict == Verdict::identical) continue;
     bool heading = false;
     for (const FileVerdict& row : report.files) {
       if (row.verdict != verdict) continue;
       if (!heading) {
-        out << "\n" << verdict_name(verdict) << "\n";
+        out << "\n" << color.bold << color.of(verdict) << verdict_name(verdict) << color.reset
+            << "\n";
         out << "  " << padded("file", width) << padded("source", 12) << padded("target", 12)
             << "\n";
         heading = true;
       }
-      out << "  " << padded(row.path, width)
+      out << "  " << color.of(verdict) << padded(row.path, width) << color.reset
           << padded(row.source ? counts(*row.source) : "-", 12)
-          << padded(row.target ? counts(*row.target) : "-", 12);
-      std::string remark;
-      if (row.verdict == Verdict::different) remark = difference_description(row.difference);
-      if (row.source && row.target)
-        remark += std::string(remark.empty() ? "" : "; ") +
-                  (row.final_equal ? "final files equal" : "final files differ");
-      const std::string note = row_notes(row);
-      if (!note.empty()) remark += (remark.empty() ? "" : "; ") + note;
-      out << remark << "\n";
+          << padded(row.target ? counts(*row.target) : "-", 12) << remarks_of(row) << "\n";
     }
   }
+  if (options.brief) return trim_line_ends(out.str());
 
   if (!report.tests.empty()) out << "\ntest functions\n";
   for (const TestFileComparison& file : report.tests) {
-    out << "  " << printable_path(file.path) << ": source " << file.source_count << ", target "
+    out << "  " << quote(file.path) << ": source " << file.source_count << ", target "
         << file.target_count << "; same-named " << file.same_named << " (" << file.identical
         << " identical, " << file.differing << " differing); only source " << file.only_source
         << ", only target " << file.only_target << "\n";
@@ -76,7 +110,7 @@ std::string render_text(const Report& report) {
           << (both ? (f.same_body ? "identical" : "differ") : "") << "\n";
     }
   }
-  return out.str();
+  return trim_line_ends(out.str());
 }
 
 }  // namespace portdiff

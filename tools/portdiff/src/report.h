@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "classify.h"
@@ -10,22 +11,17 @@
 namespace portdiff {
 
 /*
- * Report: everything the renderers print, produced by build_report(). It owns both
- * side patches because the verdicts point into them; it is therefore movable but
- * not copyable (a copy would leave the verdicts pointing into the original).
+ * Report: one comparison, source against one target — everything the renderers
+ * print, produced by build_reports(). The side patches are shared and immutable,
+ * because the verdicts point into them and a matrix diffs its source only once
+ * for all its targets.
  */
 struct Report final {
-  Report() = default;
-  Report(Report&&) = default;
-  Report& operator=(Report&&) = default;
-  Report(const Report&) = delete;
-  Report& operator=(const Report&) = delete;
-
   ResolvedRange source;
   ResolvedRange target;
   bool find_renames = false;
-  SidePatch source_patch;
-  SidePatch target_patch;
+  std::shared_ptr<const SidePatch> source_patch;
+  std::shared_ptr<const SidePatch> target_patch;
   std::vector<FileVerdict> files;
   Totals totals;
   std::vector<TestFileComparison> tests;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "git_oracle.h"
@@ -237,6 +238,71 @@ TEST(Classification, ManyFilesMixed) {
   }
   const Ports ports = make_ports(repo, base, source, baseline, target);
   check_against_oracle(repo, ports);
+}
+
+TEST(Classification, P1TypeChangesComparedByContent) {
+  namespace fs = std::filesystem;
+  TempRepo repo;
+  const fs::path dir = repo.dir();
+  const auto link = [&](const std::string& target, const std::string& path) {
+    fs::remove(dir / path);
+    fs::create_symlink(target, dir / path);
+  };
+  repo.apply({{"f2l", "content\n"}, {"same", "x\n"}});
+  link("somewhere", "l2f");
+  const std::string base = repo.commit("base");
+
+  repo.git("checkout -q -b source " + base);
+  link("target-A", "f2l");
+  fs::remove(dir / "l2f");
+  repo.apply({{"l2f", "content A\n"}});
+  link("same-target", "same");
+  const std::string source_head = repo.commit("source");
+
+  repo.git("checkout -q -b target " + base);
+  link("target-B", "f2l");
+  fs::remove(dir / "l2f");
+  repo.apply({{"l2f", "content B\nmore\n"}});
+  link("same-target", "same");
+  const std::string target_head = repo.commit("target");
+
+  const Ports ports{base + ".." + source_head, base + ".." + target_head};
+  auto rows = check_against_oracle(repo, ports);
+  EXPECT_EQ(rows["f2l"]["class"], "different");
+  EXPECT_EQ(rows["f2l"]["source"]["status"], "typechange");
+  EXPECT_EQ(rows["f2l"]["source"]["added"], 1);  // the link target is a line
+  EXPECT_EQ(rows["l2f"]["class"], "different");
+  EXPECT_EQ(rows["same"]["class"], "identical");
+}
+
+TEST(Classification, P1FileToSubmoduleComparedByCommitLine) {
+  TempRepo repo;
+  repo.apply({{"sub", "text\n"}, {"same", "text\n"}});
+  const std::string base = repo.commit("base");
+  const auto to_gitlink = [&](const std::string& path, const std::string& commit) {
+    repo.git("rm -q --cached " + path);
+    repo.git("update-index --add --cacheinfo 160000," + commit + "," + path);
+  };
+  const auto commit_index = [&](const std::string& message) {
+    repo.git("commit -q -m " + message);
+    std::string sha = repo.git("rev-parse HEAD");
+    sha.pop_back();
+    return sha;
+  };
+  repo.git("checkout -q -b source " + base);
+  to_gitlink("sub", base);
+  to_gitlink("same", base);
+  const std::string source_head = commit_index("source");
+  repo.git("checkout -q -f -b target " + base);
+  to_gitlink("sub", source_head);
+  to_gitlink("same", base);
+  const std::string target_head = commit_index("target");
+
+  const Ports ports{base + ".." + source_head, base + ".." + target_head};
+  auto rows = check_against_oracle(repo, ports);
+  EXPECT_EQ(rows["sub"]["class"], "different");
+  EXPECT_EQ(rows["same"]["class"], "identical");
+  EXPECT_EQ(rows["same"]["source"]["new_mode"], "160000");
 }
 
 }  // namespace

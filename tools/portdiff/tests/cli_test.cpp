@@ -128,7 +128,7 @@ TEST(Cli, TextViewAndOutputFile) {
   std::ifstream in(output);
   std::stringstream content;
   content << in.rdbuf();
-  EXPECT_EQ(nlohmann::json::parse(content.str())["schema"], "portdiff/1");
+  EXPECT_EQ(nlohmann::json::parse(content.str())["schema"], "portdiff/2");
 
   expect_one_line_error(run_portdiff({"--repo", repo.dir(), ports.source, ports.target,
                                       "--output", repo.dir() + "/missing/dir/r.md"}),

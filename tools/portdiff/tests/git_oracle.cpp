@@ -66,8 +66,21 @@ std::map<std::string, OraclePatchFile> oracle_patch(const TempRepo& repo, const 
   std::map<std::string, OraclePatchFile> files;
   std::optional<OraclePatchFile> current;
   std::string current_path;
+  // git shows a type change (file <-> symlink <-> submodule) as a deletion and an
+  // addition of the same path, in that order: one typechange entry here.
   const auto finish = [&] {
-    if (current) files[current_path] = std::move(*current);
+    if (!current) return;
+    auto earlier = files.find(current_path);
+    if (earlier != files.end() && earlier->second.kind == "deleted" && current->kind == "added") {
+      OraclePatchFile& merged = earlier->second;
+      merged.kind = "typechange";
+      merged.new_mode = current->new_mode;
+      merged.new_id = current->new_id;
+      merged.added = std::move(current->added);
+      merged.binary = merged.binary || current->binary;
+    } else {
+      files[current_path] = std::move(*current);
+    }
     current.reset();
   };
 

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <git2.h>
+
+#include <string>
+
+namespace portdiff {
+
+/*
+ * Ancestry questions a range raises, answered the way git would in a shallow
+ * clone too. libgit2 (1.5) walks past a shallow boundary into commits the clone
+ * does not have and fails with "object not found"; here the commits listed in
+ * .git/shallow are roots, and an answer that needs history beyond them is
+ * `unknown` instead of a wrong yes or no.
+ */
+enum class Descent { yes, no, unknown };
+
+/// Whether `head` descends from `base` (a commit is not its own descendant).
+Descent descends_from(git_repository* repo, const git_oid& head, const git_oid& base);
+
+/// True when `id` is a commit this repository has (false past a shallow boundary).
+bool has_commit(git_repository* repo, const git_oid& id);
+
+/// The hint appended to errors in a shallow clone; empty in a complete one.
+std::string shallow_hint(git_repository* repo);
+
+}  // namespace portdiff

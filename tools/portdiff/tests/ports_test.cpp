@@ -1,0 +1,225 @@
+// Many ports at once: the matrix (`portdiff SOURCE T1 T2 T3`) and `portdiff find`,
+// on a generated repository with three release branches — a clean cherry-pick,
+// a port with a hand-resolved conflict, and a branch without the port.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "git_oracle.h"
+#include "repo_fixture.h"
+
+namespace portdiff_test {
+namespace {
+
+using nlohmann::json;
+
+struct Releases final {
+  std::string fix;                  // the original commit, on main
+  std::string port1, port2, other;  // heads of release-1, release-2 and release-3
+};
+
+std::string head(const TempRepo& repo) {
+  std::string sha = repo.git("rev-parse HEAD");
+  sha.pop_back();
+  return sha;
+}
+
+Releases make_releases(const TempRepo& repo) {
+  repo.apply({{"src/loader.py", "import os\n\nTIMEOUT = 10\n\n\ndef load(name):\n"
+                                "    return open(name).read()\n"},
+              {"src/config.py", "DEBUG = False\n"}});
+  repo.commit("base");
+  for (const char* branch : {"release-1", "release-2", "release-3"}) repo.git(std::string("branch ") + branch);
+  repo.git("checkout -q release-1");
+  repo.apply({{"CHANGES", "release 1\n"}});
+  repo.commit("release-1: changelog");
+  repo.git("checkout -q release-2");
+  repo.apply({{"src/loader.py", "import os\n\nTIMEOUT = 30\n\n\ndef load(name):\n"
+                                "    return open(name).read()\n"}});
+  repo.commit("release-2: longer timeout");
+  repo.git("checkout -q release-3");
+  repo.apply({{"src/config.py", "DEBUG = False\nVERBOSE = False\n"}});
+  Releases r;
+  r.other = repo.commit("release-3: verbose flag");
+
+  repo.git("checkout -q main");
+  repo.apply({{"src/loader.py", "import os\n\nTIMEOUT = 20\n\n\ndef load(name):\n"
+                                "    with open(name) as f:\n        return f.read()\n"},
+              {"src/config.py", "DEBUG = False\nLAZY = True\n"}});
+  r.fix = repo.commit("loader: close files, lazy config");
+
+  repo.git("checkout -q release-1");
+  repo.git("cherry-pick " + r.fix);
+  r.port1 = head(repo);
+  repo.git("checkout -q release-2");
+  const CommandResult conflict = run_command("cd " + shell_quote(repo.dir()) +
+                                             " && git cherry-pick -x " + r.fix);
+  EXPECT_NE(conflict.exit_code, 0) << "expected a conflict on release-2";
+  repo.apply({{"src/loader.py", "import os\n\nTIMEOUT = 30\n\n\ndef load(name):\n"
+                                "    with open(name) as f:\n        return f.read()\n"}});
+  repo.git("add src/loader.py");
+  repo.git("-c core.editor=true cherry-pick --continue");
+  r.port2 = head(repo);
+  return r;
+}
+
+std::string range_of(const std::string& commit) { return commit + "~1.." + commit; }
+
+std::string patch_id(const TempRepo& repo, const std::string& commit) {
+  const CommandResult run = run_command("cd " + shell_quote(repo.dir()) + " && git show " + commit +
+                                        " | git patch-id --stable");
+  return run.out.substr(0, 40);
+}
+
+TEST(Ports, MatrixCarriesEveryPairAndAgreesWithGit) {
+  TempRepo repo;
+  const Releases r = make_releases(repo);
+  const std::vector<std::string> targets = {range_of(r.port1), range_of(r.port2), range_of(r.other)};
+  std::vector<std::string> args = {"--repo", repo.dir(), range_of(r.fix)};
+  args.insert(args.end(), targets.begin(), targets.end());
+  args.insert(args.end(), {"--format", "json"});
+  const CommandResult run = run_portdiff(args);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json matrix = json::parse(run.out);
+  EXPECT_EQ(matrix["schema"], "portdiff-matrix/1");
+  ASSERT_EQ(matrix["pairs"].size(), 3u);
+
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    SCOPED_TRACE(targets[t]);
+    // Each pair of the matrix is the pair report of `portdiff SOURCE TARGET`.
+    const CommandResult pair =
+        run_portdiff({"--repo", repo.dir(), range_of(r.fix), targets[t], "--format", "json"});
+    ASSERT_EQ(pair.exit_code, 0) << pair.err;
+    EXPECT_EQ(matrix["pairs"][t], json::parse(pair.out));
+    // ... and agrees with git on every file.
+    const auto oracle = oracle_classify(repo, {range_of(r.fix), targets[t]}, false);
+    for (const json& row : matrix["files"]) {
+      const std::string path = row["path"];
+      const json& cell = row["cells"][t];
+      if (oracle.count(path) == 0) {
+        EXPECT_TRUE(cell.is_null()) << path;
+        continue;
+      }
+      EXPECT_EQ(cell["class"], oracle.at(path).verdict) << path;
+    }
+  }
+  // The three kinds of port, as built.
+  const auto cell = [&](const std::string& path, std::size_t t) {
+    for (const json& row : matrix["files"])
+      if (row["path"] == path) return row["cells"][t];
+    return json();
+  };
+  EXPECT_EQ(cell("src/loader.py", 0)["class"], "identical");
+  EXPECT_EQ(cell("src/loader.py", 1)["class"], "different");
+  EXPECT_EQ(cell("src/loader.py", 2)["class"], "only-source");
+  EXPECT_EQ(cell("src/config.py", 2)["class"], "different");
+
+  // Markdown: the seed's sections, one column per target, then what differs.
+  args.resize(args.size() - 2);
+  const CommandResult md = run_portdiff(args);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| file | source +/- | `" + targets[0] + "` | `" + targets[1] + "` | `" +
+                        targets[2] + "` |"),
+            std::string::npos)
+      << md.out;
+  EXPECT_NE(md.out.find("| `src/loader.py` | +3/-2 | identical +3/-2 | different (lines) +2/-1 | "
+                        "only-source |"),
+            std::string::npos)
+      << md.out;
+  for (const char* heading : {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.2 Differences"})
+    EXPECT_NE(md.out.find(heading), std::string::npos) << heading;
+  args.push_back("--check");
+  EXPECT_EQ(run_portdiff(args).exit_code, 1);
+}
+
+TEST(Ports, FindByTrailerOrStablePatchId) {
+  TempRepo repo;
+  const Releases r = make_releases(repo);
+  // git's answers: release-1's port has the fix's stable patch-id, release-2's does
+  // not (its conflict was resolved by hand) but names the fix in its trailer.
+  ASSERT_EQ(patch_id(repo, r.port1), patch_id(repo, r.fix));
+  ASSERT_NE(patch_id(repo, r.port2), patch_id(repo, r.fix));
+  ASSERT_NE(repo.git("log -1 --format=%B " + r.port2).find("(cherry picked from commit " + r.fix + ")"),
+            std::string::npos);
+
+  const CommandResult run = run_portdiff(
+      {"--repo", repo.dir(), "find", r.fix, "--branches", "release-*", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json found = json::parse(run.out);
+  EXPECT_EQ(found["commit"], r.fix);
+  EXPECT_EQ(found["patch_id"], patch_id(repo, r.fix));
+  ASSERT_EQ(found["branches"].size(), 3u);
+  EXPECT_EQ(found["branches"][0]["branch"], "release-1");
+  EXPECT_EQ(found["branches"][0]["ports"], json::parse("[{\"commit\": \"" + r.port1 +
+                                                       "\", \"found_by\": [\"patch-id\"]}]"));
+  EXPECT_EQ(found["branches"][1]["ports"],
+            json::parse("[{\"commit\": \"" + r.port2 + "\", \"found_by\": [\"cherry-pick-trailer\"]}]"));
+  EXPECT_EQ(found["branches"][2]["ports"], json::array());
+  EXPECT_FALSE(found.contains("report"));
+
+  // --report compares the fix with every port found: a matrix of two targets.
+  const CommandResult report = run_portdiff({"--repo", repo.dir(), "find", r.fix, "--branches",
+                                             "release-*", "--report", "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const json matrix = json::parse(report.out)["report"];
+  EXPECT_EQ(matrix["schema"], "portdiff-matrix/1");
+  ASSERT_EQ(matrix["targets"].size(), 2u);
+  EXPECT_EQ(matrix["targets"][0]["label"], "release-1");
+  EXPECT_EQ(matrix["targets"][0]["identical"], true);
+  EXPECT_EQ(matrix["targets"][1]["label"], "release-2");
+  EXPECT_EQ(matrix["targets"][1]["identical"], false);
+
+  const CommandResult none = run_portdiff(
+      {"--repo", repo.dir(), "find", r.fix, "--branches", "nosuch-*"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no local branch matches --branches 'nosuch-*'"), std::string::npos)
+      << none.err;
+  const CommandResult no_port = run_portdiff(
+      {"--repo", repo.dir(), "find", r.fix, "--branches", "release-3", "--report"});
+  EXPECT_EQ(no_port.exit_code, 2);
+  EXPECT_NE(no_port.err.find("nothing to compare"), std::string::npos) << no_port.err;
+}
+
+/// The block of README.md between `<!-- NAME -->` and `<!-- /NAME -->`, inside its fence.
+std::string readme_block(const std::string& name) {
+  std::ifstream in(std::string(PORTDIFF_SOURCE_DIR) + "/README.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  const std::size_t begin = all.find("<!-- " + name + " -->");
+  const std::size_t end = all.find("<!-- /" + name + " -->");
+  if (begin == std::string::npos || end == std::string::npos) return "";
+  const std::string block = all.substr(begin, end - begin);
+  const std::size_t open = block.find("```");
+  if (open == std::string::npos) return "";
+  const std::string fence = block.substr(open, block.find_first_not_of('`', open) - open);
+  const std::size_t body = block.find('\n', open) + 1;
+  const std::size_t close = block.rfind("\n" + fence);
+  if (close == std::string::npos || close < body) return "";
+  return block.substr(body, close + 1 - body);
+}
+
+TEST(Ports, ReadmeExampleIsWhatPortdiffPrints) {
+  const std::string expected = readme_block("find-example");
+  ASSERT_FALSE(expected.empty()) << "README.md has no find-example block";
+  const CommandResult run = run_command(
+      shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example_ports.sh") + " " +
+      shell_quote(PORTDIFF_EXE) + " --branches 'release-*' --report --format text");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, expected);
+}
+
+TEST(Ports, ReadmePairExampleIsWhatPortdiffPrints) {
+  const std::string expected = readme_block("pair-example");
+  ASSERT_FALSE(expected.empty()) << "README.md has no pair-example block";
+  const CommandResult run = run_command(
+      shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example.sh") + " " + shell_quote(PORTDIFF_EXE));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, expected);
+}
+
+}  // namespace
+}  // namespace portdiff_test
