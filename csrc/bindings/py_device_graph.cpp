@@ -1,5 +1,9 @@
 #include "bindings/py_device_graph.h"
 
+#include "runtime/copy_pipeline.h"
+
+#include <pybind11/stl.h>
+
 namespace graphdispatch::bindings {
 namespace {
 
@@ -8,6 +12,7 @@ class PyDeviceGraph final : public DeviceGraph {
  public:
   explicit PyDeviceGraph(py::object adapter)
       : replay_(std::make_shared<GilHeld>(adapter.attr("replay"))),
+        has_pool_bytes_(py::hasattr(adapter, "pool_bytes")),
         adapter_(std::make_shared<GilHeld>(std::move(adapter))) {}
   void capture_begin(std::function<void()>) override { call("capture_begin"); }
   void capture_end() override { call("capture_end"); }
@@ -33,6 +38,13 @@ class PyDeviceGraph final : public DeviceGraph {
     }
   }
   bool runs_during_capture() const override { return false; }
+  std::optional<std::int64_t> pool_bytes() const override {
+    if (!has_pool_bytes_) return std::nullopt;
+    py::gil_scoped_acquire gil;
+    py::object bytes = adapter_->get().attr("pool_bytes")();
+    if (bytes.is_none()) return std::nullopt;
+    return bytes.cast<std::int64_t>();
+  }
 
  private:
   void call(const char* method) {
@@ -40,6 +52,7 @@ class PyDeviceGraph final : public DeviceGraph {
     adapter_->get().attr(method)();
   }
   std::shared_ptr<GilHeld> replay_;
+  bool has_pool_bytes_;
   std::shared_ptr<GilHeld> adapter_;
 };
 

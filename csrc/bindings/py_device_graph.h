@@ -14,7 +14,8 @@
 namespace graphdispatch::bindings {
 
 /// Makes graphs by calling `adapters.create(device: str)`; each adapter has capture_begin(),
-/// capture_end(), capture_abort(), replay() and reset(); `adapters.is_capturing(device)` and
+/// capture_end(), capture_abort(), replay() and reset(), and optionally pool_bytes() (bytes
+/// its capture added to the pool, or None); `adapters.is_capturing(device)` and
 /// `adapters.name` complete the factory.
 class PyGraphFactory final : public DeviceGraphFactory {
  public:

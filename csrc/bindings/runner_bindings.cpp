@@ -5,6 +5,8 @@
 #include "runtime/graph_runner.h"
 #include "runtime/stats.h"
 
+#include <ATen/record_function.h>
+
 #include <memory>
 
 namespace graphdispatch::bindings {
@@ -37,15 +39,26 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
                                          bool safe_output_mode, int64_t warmup_iters,
                                          bool copy_stream, int64_t max_entries,
                                          const std::string& eviction, py::object log,
-                                         std::vector<std::size_t> mutated_inputs) {
+                                         std::vector<std::size_t> mutated_inputs,
+                                         int64_t max_entry_bytes, int64_t verify_replays,
+                                         double verify_rtol, double verify_atol) {
   TORCH_CHECK_TYPE(PyCallable_Check(fn.ptr()), "fn: expected a callable, got ",
                    std::string(py::str(py::type::of(fn))));
   TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
+  TORCH_CHECK_VALUE(max_entry_bytes >= 0, "max_entry_bytes: expected >= 0, got ", max_entry_bytes);
+  TORCH_CHECK_VALUE(verify_replays >= 0, "verify_replays: expected >= 0, got ", verify_replays);
+  TORCH_CHECK_VALUE(verify_rtol >= 0 && verify_atol >= 0,
+                    "verify_rtol, verify_atol: expected >= 0, got ", verify_rtol, ", ",
+                    verify_atol);
   RunnerOptions options;
   options.safe_output_mode = safe_output_mode;
   options.warmup_iters = warmup_iters;
   options.copy_stream = copy_stream;
   options.max_entries = static_cast<std::size_t>(max_entries);
+  options.max_entry_bytes = static_cast<std::size_t>(max_entry_bytes);
+  options.verify_replays = verify_replays;
+  options.verify_rtol = verify_rtol;
+  options.verify_atol = verify_atol;
   for (auto i : mutated_inputs) {
     TORCH_CHECK_VALUE(i < is_static.size(), "mutated_inputs: expected positions < ",
                       is_static.size(), ", got ", i);
@@ -69,7 +82,9 @@ void init_runner(py::module_& m) {
            py::arg("safe_output_mode") = true, py::arg("warmup_iters") = 1,
            py::arg("copy_stream") = true, py::arg("max_entries") = 0,
            py::arg("eviction") = "fifo", py::arg("log") = py::none(),
-           py::arg("mutated_inputs") = std::vector<std::size_t>())
+           py::arg("mutated_inputs") = std::vector<std::size_t>(),
+           py::arg("max_entry_bytes") = 0, py::arg("verify_replays") = 0,
+           py::arg("verify_rtol") = 0.0, py::arg("verify_atol") = 0.0)
       .def("__call__",
            [](GraphRunner& self, const py::args& args) {
              auto inputs = to_ivalues(args);
@@ -101,6 +116,35 @@ void init_runner(py::module_& m) {
              return py::make_tuple(entry->reason(), entry->detail());
            },
            "(reason, detail) of the negative entry for these arguments, or None.")
+      .def("entries",
+           [](const GraphRunner& self) {
+             std::vector<std::shared_ptr<Entry>> entries;
+             {
+               py::gil_scoped_release release;  // see entry_for
+               entries = self.entries();
+             }
+             py::list out;
+             for (const auto& e : entries) {
+               py::dict d;
+               d["signature"] = e->signature();
+               d["captured"] = !e->is_negative();
+               d["reason"] = e->reason();
+               d["detail"] = e->detail();
+               d["bytes"] = e->bytes();
+               d["captures"] = e->captures();
+               d["replays"] = e->replays();
+               out.append(std::move(d));
+             }
+             return out;
+           },
+           "Every live entry, oldest first: {signature (in words), captured (False for a "
+           "negative entry), reason and detail (why not, else ''), bytes (buffers plus graph "
+           "pool or static outputs), captures, replays}.")
+      .def_property_readonly("entry_bytes",
+                             [](const GraphRunner& self) {
+                               py::gil_scoped_release release;  // see entry_for
+                               return self.entry_bytes();
+                             })
       .def_property_readonly("num_entries",
                              [](const GraphRunner& self) {
                                py::gil_scoped_release release;  // see entry_for
@@ -125,12 +169,20 @@ void init_stats(py::module_& m) {
     d["copies_skipped"] = s.copies_skipped.load();
     d["bytes_copied"] = s.bytes_copied.load();
     d["recaptures"] = s.recaptures.load();
+    d["verified_replays"] = s.verified_replays.load();
     d["fallbacks"] = s.fallbacks();
     return d;
   });
   m.def("reset_stats", [] { Stats::get().reset(); });
-  m.def("count_fallback", [](const std::string& reason) { Stats::get().add_fallback(reason); },
-        py::arg("reason"), "Counts one call served without a graph, for a graph refused as a whole.");
+  m.def("fallback",
+        [](const std::string& reason, const py::object& fn, const py::args& args) {
+          RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
+          Stats::get().add_fallback(reason);
+          return fn(*args);
+        },
+        py::arg("reason"), py::arg("fn"),
+        "fn(*args) for a graph refused as a whole: counted as a fallback for `reason`, inside a "
+        "'graphdispatch::fallback' profiler range like the runner's fallbacks.");
   m.def("emulated_capturing", [] { return emulated_capturing(); },
         "True while this thread is inside an emulated capture (its 'stream is capturing').");
   m.def("after_fork_in_child", [] {

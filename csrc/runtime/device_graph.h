@@ -2,8 +2,10 @@
 
 #include <c10/core/Device.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace graphdispatch {
@@ -33,6 +35,10 @@ class DeviceGraph {
   /// True when capture runs the work for real, as the emulated graph does (a recorded graph
   /// executes nothing until replay): the runner then undoes the capture's RNG consumption.
   virtual bool runs_during_capture() const = 0;
+  /// Bytes the capture added to the device's graph pool (static outputs and the workspace
+  /// the graph keeps), measured around the capture; nullopt for a graph without a pool, whose
+  /// outputs the entry counts itself.
+  virtual std::optional<std::int64_t> pool_bytes() const { return std::nullopt; }
 };
 
 /// Makes the device graphs of one kind ("cuda", "npu", "accelerator", "emulated").

@@ -7,9 +7,15 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
+#include <ATen/ops/abs.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/isclose.h>
+
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <utility>
 
 namespace graphdispatch {
@@ -55,20 +61,6 @@ c10::Device device_of(const std::vector<c10::IValue>& inputs) {
   return c10::kCPU;
 }
 
-namespace {
-
-// "input 3: [2, 4]/float32 strides (1, 0)": what a fallback warning names.
-std::string describe_input(const at::Tensor& t, std::size_t position) {
-  std::string out = "input " + std::to_string(position) + ": " + describe_tensor(t) + " strides (";
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    if (d) out += ", ";
-    out += std::to_string(t.stride(d));
-  }
-  return out + ")";
-}
-
-}  // namespace
-
 Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, bool has_aliasing) {
   if (has_aliasing) return {"aliased_inputs", "two dynamic inputs share storage"};
   const c10::Device device = device_of(inputs);
@@ -80,7 +72,9 @@ Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, bool has_a
     if (v.isGenerator()) return {"explicit_generator", "input " + std::to_string(i) + ": a torch.Generator"};
     if (!v.isTensor()) continue;
     const auto& t = v.toTensor();
-    auto refuse = [&](const char* reason) { return Refusal{reason, describe_input(t, i)}; };
+    auto refuse = [&](const char* reason) {
+      return Refusal{reason, "input " + std::to_string(i) + ": " + describe_layout(t)};
+    };
     // A CPU tensor beside device tensors would be read on the host at capture and baked in.
     if (t.device() != device) return refuse("mixed_devices");
     // A graph replay records no autograd history; eager would.
@@ -94,10 +88,12 @@ Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, bool has_a
   return {};
 }
 
-std::shared_ptr<Entry> Entry::negative(std::string reason, std::string detail) {
+std::shared_ptr<Entry> Entry::negative(std::string reason, std::string detail,
+                                       std::string signature) {
   std::shared_ptr<Entry> e(new Entry());
   e->reason_ = std::move(reason);
   e->detail_ = std::move(detail);
+  e->signature_ = std::move(signature);
   return e;
 }
 
@@ -113,6 +109,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
     no_grad.emplace(false);
   }
   std::shared_ptr<Entry> e(new Entry());
+  e->signature_ = describe_signature(inputs, is_static);
+  e->captures_ = 1;
   e->device_ = device_of(inputs);
   e->pipeline_ = &CopyPipeline::for_device(e->device_);
   e->static_inputs_.reserve(inputs.size());
@@ -162,7 +160,23 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   if (graph->runs_during_capture()) rng.restore();
   e->find_output_views();
   e->graph_ = std::move(graph);
+  e->bytes_ = e->count_bytes();
   return e;
+}
+
+std::int64_t Entry::count_bytes() const {
+  std::set<const void*> counted;  // storages: outputs may share one, or be input buffers
+  std::int64_t bytes = 0;
+  auto add = [&](const at::Tensor& t) {
+    if (!t.has_storage() || !counted.insert(t.storage().data()).second) return;
+    bytes += static_cast<std::int64_t>(t.storage().nbytes());
+  };
+  for (auto i : dynamic_positions_) add(static_inputs_[i].toTensor());
+  if (auto pool = graph_->pool_bytes()) return bytes + *pool;
+  for (std::size_t k = 0; k < static_outputs_.size(); ++k) {
+    if (static_outputs_[k].isTensor() && !output_views_[k]) add(static_outputs_[k].toTensor());
+  }
+  return bytes;
 }
 
 Entry::~Entry() {
@@ -264,8 +278,12 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
     src.push_back(copied_part(given, k));
     bytes += static_cast<std::int64_t>(src.back().nbytes());
   }
-  pipeline_->copy(dst, src, options.copy_stream);
+  if (!dst.empty()) {
+    RECORD_FUNCTION("graphdispatch::copy_inputs", std::vector<c10::IValue>());
+    pipeline_->copy(dst, src, options.copy_stream);
+  }
   graph_->replay();
+  replays_.fetch_add(1, std::memory_order_relaxed);
   for (auto i : mutated_) {
     const auto& given = inputs[i].toTensor();
     const auto& buffer = static_inputs_[i].toTensor();
@@ -287,6 +305,69 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
     }
   }
   return outputs;
+}
+
+namespace {
+
+// Why output `k` of the replay differs from the non-graph path's, or "" when it does not.
+std::string difference(const c10::IValue& got, const c10::IValue& want, std::size_t k,
+                       double rtol, double atol) {
+  const std::string at_output = "output " + std::to_string(k) + ": ";
+  if (got.isTensor() != want.isTensor()) return at_output + "a tensor on one path only";
+  if (!got.isTensor()) {
+    // Non-tensor outputs are graph constants; compared where the kind has a value.
+    bool same = got.tagKind() == want.tagKind();
+    if (same && got.isInt()) same = got.toInt() == want.toInt();
+    if (same && got.isDouble()) same = got.toDouble() == want.toDouble();
+    if (same && got.isBool()) same = got.toBool() == want.toBool();
+    return same ? "" : at_output + "values differ";
+  }
+  const auto& a = got.toTensor();
+  const auto& b = want.toTensor();
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) {
+    return at_output + "replay gave " + describe_tensor(a) + ", the non-graph path " +
+           describe_tensor(b);
+  }
+  const bool inexact = at::isFloatingType(a.scalar_type()) || at::isComplexType(a.scalar_type());
+  const bool close = inexact ? at::isclose(a, b, rtol, atol, /*equal_nan=*/true).all().item<bool>()
+                             : at::equal(a, b);
+  if (close) return "";
+  const auto diff = at::isComplexType(a.scalar_type())
+                        ? a.sub(b).abs()
+                        : a.to(at::kDouble).sub(b.to(at::kDouble)).abs();  // bool has no sub
+  const double max_diff = diff.max().item<double>();
+  std::ostringstream text;
+  text << at_output << "max |difference| " << max_diff << " (rtol " << rtol << ", atol " << atol
+       << ")";
+  return text.str();
+}
+
+}  // namespace
+
+Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10::IValue>& inputs,
+                                       const RunnerOptions& options) {
+  RECORD_FUNCTION("graphdispatch::verify", std::vector<c10::IValue>());
+  std::vector<c10::IValue> copies = inputs;
+  for (auto i : dynamic_positions_) copies[i] = clone_keeping_layout(inputs[i].toTensor());
+  // Both paths start from one RNG state, so random ops draw the same numbers on both; the
+  // replay's draws are the call's, as without verification.
+  RngStateGuard rng(device_);
+  auto expected = fn(copies);
+  rng.restore();
+  Verified result{replay(inputs, options), ""};
+  TORCH_INTERNAL_ASSERT(expected.size() == result.outputs.size());
+  for (std::size_t k = 0; k < expected.size() && result.mismatch.empty(); ++k) {
+    result.mismatch = difference(result.outputs[k], expected[k], k, options.verify_rtol,
+                                 options.verify_atol);
+  }
+  if (result.mismatch.empty()) return result;
+  // The replay wrote its (wrong) values of mutated inputs back; the non-graph ones win.
+  for (auto i : mutated_) inputs[i].toTensor().copy_(copies[i].toTensor());
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    // Outputs that view inputs stay on the caller's tensors, which now hold the right values.
+    if (!output_views_[k]) result.outputs[k] = std::move(expected[k]);
+  }
+  return result;
 }
 
 }  // namespace graphdispatch

@@ -9,7 +9,9 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +37,15 @@ namespace graphdispatch {
 // which inference mode turns off). Kernels do not depend on the mode, so the cache key leaves it
 // out and one entry serves calls in and out of inference mode (case C25).
 
+// Note [Verified replays]
+// With verify_replays=K the first K replays of each entry also run the callable on clones of
+// the dynamic inputs (static inputs are read, never written, by both) from the same RNG state,
+// and compare every output: exactly (rtol = atol = 0, NaN equal to NaN) or within the
+// tolerances. A stale graph (a kernel that read a pointer baked in at capture, a buffer a
+// replay forgot to refresh) then shows up as a mismatch instead of a wrong image. On a
+// mismatch the call returns the non-graph outputs and writes the non-graph values of mutated
+// inputs to the caller's tensors; the runner disables the entry.
+
 /// The device a call runs on: the first non-CPU tensor input's, else the CPU.
 c10::Device device_of(const std::vector<c10::IValue>& inputs);
 
@@ -50,8 +61,10 @@ class Entry final {
   static std::shared_ptr<Entry> capture(const Callable& fn, const std::vector<c10::IValue>& inputs,
                                         const std::vector<bool>& is_static,
                                         DeviceGraphFactory& graphs, const RunnerOptions& options);
-  /// An entry that serves every call through the fallback path, for `reason`.
-  static std::shared_ptr<Entry> negative(std::string reason, std::string detail);
+  /// An entry that serves every call through the fallback path, for `reason`; `signature`
+  /// is the call's signature in words (describe_signature).
+  static std::shared_ptr<Entry> negative(std::string reason, std::string detail,
+                                         std::string signature);
 
   /// Why a call with these inputs cannot be captured, with the input that decides it.
   struct Refusal final {
@@ -72,6 +85,30 @@ class Entry final {
   const std::string& reason() const { return reason_; }
   const std::string& detail() const { return detail_; }
   c10::Device device() const { return device_; }
+  /// The signature captured, in words (describe_signature).
+  const std::string& signature() const { return signature_; }
+  /// Bytes the entry holds: its input buffers plus what the capture added to the graph pool
+  /// (or, for a graph without a pool, its static outputs). 0 for a negative entry.
+  std::int64_t bytes() const { return bytes_; }
+  /// Captures of this signature so far: 1, plus one per re-capture after a parameter moved.
+  std::int64_t captures() const { return captures_; }
+  void set_captures(std::int64_t n) { captures_ = n; }
+  std::int64_t replays() const { return replays_.load(std::memory_order_relaxed); }
+
+  /// True for the first `limit` calls (across threads): those replays are verified.
+  bool claim_verification(std::int64_t limit) {
+    return verifications_.load(std::memory_order_relaxed) < limit &&
+           verifications_.fetch_add(1, std::memory_order_relaxed) < limit;
+  }
+  /// A replay checked against the non-graph path (Note [Verified replays]).
+  struct Verified final {
+    /// The replay's outputs, or on a mismatch the non-graph path's.
+    std::vector<c10::IValue> outputs;
+    /// "" when every output matched, else what differed ("output 0: max |difference| ...").
+    std::string mismatch;
+  };
+  Verified replay_verified(const Callable& fn, const std::vector<c10::IValue>& inputs,
+                           const RunnerOptions& options);
 
   /// True when every static input is still where it was at capture.
   bool static_inputs_in_place(const std::vector<c10::IValue>& inputs) const;
@@ -87,6 +124,8 @@ class Entry final {
  private:
   Entry() = default;
   void fill_buffers(const std::vector<c10::IValue>& inputs);
+  /// What the entry holds, once captured (see bytes()).
+  std::int64_t count_bytes() const;
   /// Runs `fn` on the buffers and records which dynamic buffers it mutated.
   std::vector<c10::IValue> run_on_buffers(const Callable& fn);
   void rerun_into_outputs(const Callable& fn);
@@ -113,6 +152,11 @@ class Entry final {
   CopyPipeline* pipeline_ = nullptr;  // not owned: pipelines live for the whole process
   std::string reason_;
   std::string detail_;
+  std::string signature_;
+  std::int64_t bytes_ = 0;
+  std::int64_t captures_ = 0;
+  std::atomic<std::int64_t> replays_{0};
+  std::atomic<std::int64_t> verifications_{0};
   std::mutex mutex_;
 };
 

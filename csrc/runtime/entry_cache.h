@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -25,21 +26,24 @@ inline Eviction parse_eviction(const std::string& name) {
   throw std::invalid_argument("eviction: expected 'fifo' or 'lru', got '" + name + "'");
 }
 
-/// A bounded map from cache key to entry with FIFO or LRU eviction.
+/// A bounded map from cache key to entry with FIFO or LRU eviction, bounded by a count of
+/// entries and by a budget of bytes (each value's size as given to `insert`).
 ///
 /// Owns shared references to its values; an evicted value stays alive for as long as a caller
 /// still holds it (a replay in flight finishes on it). Thread-safety: `find` is const and may
 /// run concurrently with other `find`s (it only stamps an atomic use counter, so LRU hits need
 /// no exclusive lock); everything else needs the caller's exclusive lock. The LRU victim search
-/// costs O(entries) and runs only when a full cache inserts.
+/// costs O(entries) and runs only when a full cache inserts. No anchor evicts by memory.
 template <class Key, class Value, class Hash = std::hash<Key>>
 class EntryCache final {
  public:
-  /// max_entries = 0 means unbounded.
-  EntryCache(std::size_t max_entries, Eviction eviction)
-      : max_entries_(max_entries), eviction_(eviction) {}
+  /// max_entries = 0 and max_bytes = 0 mean unbounded.
+  EntryCache(std::size_t max_entries, Eviction eviction, std::size_t max_bytes = 0)
+      : max_entries_(max_entries), max_bytes_(max_bytes), eviction_(eviction) {}
 
   std::size_t size() const { return slots_.size(); }
+  /// Bytes held by the values now in the cache, as given to `insert`.
+  std::size_t bytes() const { return bytes_; }
 
   /// The value for `key`, or nullptr.
   std::shared_ptr<Value> find(const Key& key) const {
@@ -49,22 +53,50 @@ class EntryCache final {
     return it->second.value;
   }
 
-  /// Inserts `key`, or replaces its value. Returns the value that left the cache: the one
-  /// replaced, or the one evicted to make room; nullptr if none did.
-  std::shared_ptr<Value> insert(const Key& key, std::shared_ptr<Value> value) {
+  /// Inserts `key`, or replaces its value; `bytes` is what the value holds. Returns the value
+  /// that left the cache: the one replaced, or the one evicted to make room for one more
+  /// entry; nullptr if none did. The byte budget is applied by `evict_over_budget`.
+  std::shared_ptr<Value> insert(const Key& key, std::shared_ptr<Value> value,
+                                std::size_t bytes = 0) {
     auto it = slots_.find(key);
     if (it != slots_.end()) {
       std::swap(it->second.value, value);
+      bytes_ = bytes_ - it->second.bytes + bytes;
+      it->second.bytes = bytes;
       it->second.last_use.store(++clock_, std::memory_order_relaxed);
       return value;
     }
     std::shared_ptr<Value> victim;
-    if (max_entries_ != 0 && slots_.size() >= max_entries_) victim = evict_one();
+    if (max_entries_ != 0 && slots_.size() >= max_entries_) victim = evict_one(nullptr);
     Slot& slot = slots_[key];
     slot.value = std::move(value);
+    slot.bytes = bytes;
+    bytes_ += bytes;
     slot.last_use.store(++clock_, std::memory_order_relaxed);
     order_.push_back(key);
     return victim;
+  }
+
+  /// Evicts (in the order `eviction` says) until the values hold at most max_bytes, never
+  /// `keep` (the entry just inserted: it is about to serve a call). Returns the evicted values;
+  /// `keep` alone may stay over the budget.
+  std::vector<std::shared_ptr<Value>> evict_over_budget(const Key& keep) {
+    std::vector<std::shared_ptr<Value>> victims;
+    while (max_bytes_ != 0 && bytes_ > max_bytes_ && slots_.size() > 1) {
+      victims.push_back(evict_one(&keep));
+    }
+    return victims;
+  }
+
+  /// (key, value, bytes) of every entry, oldest inserted first.
+  std::vector<std::tuple<Key, std::shared_ptr<Value>, std::size_t>> items() const {
+    std::vector<std::tuple<Key, std::shared_ptr<Value>, std::size_t>> out;
+    out.reserve(order_.size());
+    for (const auto& key : order_) {
+      const Slot& slot = slots_.at(key);
+      out.emplace_back(key, slot.value, slot.bytes);
+    }
+    return out;
   }
 
   /// Empties the cache and hands its values to the caller, who destroys them (outside its
@@ -75,34 +107,42 @@ class EntryCache final {
     for (auto& [key, slot] : slots_) values.push_back(std::move(slot.value));
     slots_.clear();
     order_.clear();
+    bytes_ = 0;
     return values;
   }
 
  private:
   struct Slot {
     std::shared_ptr<Value> value;
+    std::size_t bytes = 0;
     mutable std::atomic<std::uint64_t> last_use{0};
   };
 
-  std::shared_ptr<Value> evict_one() {
-    auto victim_pos = order_.begin();
-    if (eviction_ == Eviction::kLru) {
-      for (auto o = order_.begin(); o != order_.end(); ++o) {
-        if (slots_.at(*o).last_use.load(std::memory_order_relaxed) <
-            slots_.at(*victim_pos).last_use.load(std::memory_order_relaxed)) {
-          victim_pos = o;
-        }
+  /// Evicts the FIFO or LRU victim other than `*keep`; the cache must hold another entry.
+  std::shared_ptr<Value> evict_one(const Key* keep) {
+    auto use = [&](auto o) { return slots_.at(*o).last_use.load(std::memory_order_relaxed); };
+    auto victim_pos = order_.end();
+    for (auto o = order_.begin(); o != order_.end(); ++o) {
+      if (keep != nullptr && *o == *keep) continue;
+      if (victim_pos == order_.end()) {
+        victim_pos = o;
+        if (eviction_ == Eviction::kFifo) break;
+      } else if (use(o) < use(victim_pos)) {
+        victim_pos = o;
       }
     }
     auto it = slots_.find(*victim_pos);
     auto value = std::move(it->second.value);
+    bytes_ -= it->second.bytes;
     slots_.erase(it);
     order_.erase(victim_pos);
     return value;
   }
 
   std::size_t max_entries_;
+  std::size_t max_bytes_;
   Eviction eviction_;
+  std::size_t bytes_ = 0;
   mutable std::atomic<std::uint64_t> clock_{0};
   std::unordered_map<Key, Slot, Hash> slots_;
   std::deque<Key> order_;  // insertion order; the FIFO victim is the front

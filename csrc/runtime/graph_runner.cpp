@@ -2,8 +2,10 @@
 
 #include "runtime/stats.h"
 
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
+#include <tuple>
 #include <utility>
 
 namespace graphdispatch {
@@ -17,6 +19,11 @@ GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
       state_(std::make_unique<State>(options_)) {
   TORCH_CHECK(options_.warmup_iters >= 0, "warmup_iters: expected >= 0, got ",
               options_.warmup_iters);
+  TORCH_CHECK(options_.verify_replays >= 0, "verify_replays: expected >= 0, got ",
+              options_.verify_replays);
+  TORCH_CHECK(options_.verify_rtol >= 0 && options_.verify_atol >= 0,
+              "verify_rtol, verify_atol: expected >= 0, got ", options_.verify_rtol, ", ",
+              options_.verify_atol);
 }
 
 void GraphRunner::check_arity(const std::vector<c10::IValue>& inputs) const {
@@ -37,6 +44,18 @@ std::shared_ptr<Entry> GraphRunner::entry_for(const std::vector<c10::IValue>& in
 std::size_t GraphRunner::num_entries() const {
   std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
   return state_->cache.size();
+}
+
+std::vector<std::shared_ptr<Entry>> GraphRunner::entries() const {
+  std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
+  std::vector<std::shared_ptr<Entry>> out;
+  for (auto& item : state_->cache.items()) out.push_back(std::move(std::get<1>(item)));
+  return out;
+}
+
+std::size_t GraphRunner::entry_bytes() const {
+  std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
+  return state_->cache.bytes();
 }
 
 void GraphRunner::clear() {
@@ -68,12 +87,14 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
   std::shared_ptr<Entry> entry;
   auto refusal = Entry::refusal(inputs, sig.has_aliasing());
   if (!refusal.reason.empty()) {
-    entry = Entry::negative(std::move(refusal.reason), std::move(refusal.detail));
+    entry = Entry::negative(std::move(refusal.reason), std::move(refusal.detail),
+                            describe_signature(inputs, is_static_));
   } else {
     try {
       entry = Entry::capture(fn_, inputs, is_static_, *graphs_, options_);
       stats.captures.fetch_add(1, std::memory_order_relaxed);
       if (stale) {
+        entry->set_captures(stale->captures() + 1);
         stats.recaptures.fetch_add(1, std::memory_order_relaxed);
         if (!recapture_logged_.exchange(true) && options_.log) {
           options_.log("a parameter or buffer moved since capture: re-capturing; if this "
@@ -89,13 +110,16 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
         options_.log("capture failed, calls with this signature use the fallback path: " +
                      message.substr(0, 500));
       }
-      entry = Entry::negative("capture_failed", std::move(message));
+      entry = Entry::negative("capture_failed", std::move(message),
+                              describe_signature(inputs, is_static_));
     }
   }
   std::shared_ptr<Entry> displaced;  // the stale entry replaced, or one evicted
+  std::vector<std::shared_ptr<Entry>> over_budget;
   {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
-    displaced = state_->cache.insert(sig, entry);
+    displaced = state_->cache.insert(sig, entry, static_cast<std::size_t>(entry->bytes()));
+    over_budget = state_->cache.evict_over_budget(sig);
   }
   if (displaced && !stale) {
     stats.evictions.fetch_add(1, std::memory_order_relaxed);
@@ -104,7 +128,16 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
                    "): evicting; input signatures keep changing, which defeats graph reuse");
     }
   }
-  return entry;  // `displaced` is destroyed here, outside the cache lock
+  if (!over_budget.empty()) {
+    stats.evictions.fetch_add(static_cast<std::int64_t>(over_budget.size()),
+                              std::memory_order_relaxed);
+    if (!over_budget_logged_.exchange(true) && options_.log) {
+      options_.log("entries hold more than max_entry_bytes=" +
+                   std::to_string(options_.max_entry_bytes) + ": evicting " +
+                   (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest"));
+    }
+  }
+  return entry;  // `displaced` and `over_budget` are destroyed here, outside the cache lock
 }
 
 namespace {
@@ -118,6 +151,9 @@ std::string advice(const std::string& reason) {
   }
   if (reason == "explicit_generator") return "draw random numbers with the global generator";
   if (reason == "unsupported_tensor") return "pass plain tensors, not tensor subclasses";
+  if (reason == "verify_mismatch") {
+    return "the graph does not compute what eager does: report it with the warning's signature";
+  }
   return "see graphdispatch.stats()['fallbacks']";
 }
 
@@ -125,9 +161,11 @@ std::string advice(const std::string& reason) {
 
 std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
                                                 const std::vector<c10::IValue>& inputs) {
+  RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
   Stats::get().add_fallback(entry.reason());
-  // A failed capture has been logged with its error when it failed.
-  if (options_.log && entry.reason() != "capture_failed" && state_->first_fallback(entry.reason())) {
+  // A failed capture and a verification mismatch were logged when they happened.
+  const bool logged = entry.reason() == "capture_failed" || entry.reason() == "verify_mismatch";
+  if (options_.log && !logged && state_->first_fallback(entry.reason())) {
     // Nothing else tells a user whose values are right that no graph ever runs.
     std::string message = "calls of this graph run without a graph (fallback " + entry.reason() +
                           ")";
@@ -136,6 +174,31 @@ std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
                  ". Said once per graph and reason; stats()['fallbacks'] counts every call.");
   }
   return fn_(inputs);
+}
+
+std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
+                                                      const std::shared_ptr<Entry>& entry,
+                                                      const std::vector<c10::IValue>& inputs) {
+  auto checked = entry->replay_verified(fn_, inputs, options_);
+  auto& stats = Stats::get();
+  stats.verified_replays.fetch_add(1, std::memory_order_relaxed);
+  if (checked.mismatch.empty()) return std::move(checked.outputs);
+  stats.add_fallback("verify_mismatch");
+  if (options_.log) {
+    options_.log("a replay differs from the non-graph path at " + checked.mismatch +
+                 "; signature " + entry->signature().substr(0, 600) +
+                 ". The entry is disabled: calls with this signature run without a graph "
+                 "(fallback verify_mismatch); this call returned the non-graph result");
+  }
+  auto disabled = Entry::negative("verify_mismatch", checked.mismatch, entry->signature());
+  std::shared_ptr<Entry> replaced;
+  {
+    std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
+    std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
+    // Another thread may have replaced (or evicted) it meanwhile; then leave theirs.
+    if (state_->cache.find(sig) == entry) replaced = state_->cache.insert(sig, disabled, 0);
+  }
+  return std::move(checked.outputs);  // `replaced` is destroyed here, outside the locks
 }
 
 void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
@@ -163,6 +226,9 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
   if (!entry->static_inputs_in_place(inputs)) {
     entry = find_or_capture(sig, inputs, entry);
     if (entry->is_negative()) return fall_back(*entry, inputs);
+  }
+  if (options_.verify_replays > 0 && entry->claim_verification(options_.verify_replays)) {
+    return replay_verified(sig, entry, inputs);
   }
   return entry->replay(inputs, options_);
 }

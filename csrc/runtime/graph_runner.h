@@ -43,6 +43,10 @@ class GraphRunner final {
   /// The entry for `inputs`' signature, or nullptr.
   std::shared_ptr<Entry> entry_for(const std::vector<c10::IValue>& inputs) const;
   std::size_t num_entries() const;
+  /// Every live entry, negative ones included, oldest inserted first.
+  std::vector<std::shared_ptr<Entry>> entries() const;
+  /// Bytes the live entries hold (the figure max_entry_bytes bounds).
+  std::size_t entry_bytes() const;
   /// Drops every entry (graphs reset, buffers freed).
   void clear();
   /// In a forked child: forgets the parent's entries without resetting their graphs, and
@@ -53,7 +57,8 @@ class GraphRunner final {
  private:
   using Cache = EntryCache<Signature, Entry, Signature::Hasher>;
   struct State {
-    explicit State(const RunnerOptions& o) : cache(o.max_entries, o.eviction) {}
+    explicit State(const RunnerOptions& o)
+        : cache(o.max_entries, o.eviction, o.max_entry_bytes) {}
     Cache cache;
     std::shared_mutex cache_mutex;
     std::mutex capture_mutex;
@@ -74,6 +79,9 @@ class GraphRunner final {
                                          const std::vector<c10::IValue>& inputs,
                                          const std::shared_ptr<Entry>& stale);
   std::vector<c10::IValue> fall_back(const Entry& entry, const std::vector<c10::IValue>& inputs);
+  /// A replay checked against the non-graph path; a mismatch disables the entry.
+  std::vector<c10::IValue> replay_verified(const Signature& sig, const std::shared_ptr<Entry>& entry,
+                                           const std::vector<c10::IValue>& inputs);
 
   Callable fn_;
   std::vector<bool> is_static_;
@@ -82,6 +90,7 @@ class GraphRunner final {
   std::unique_ptr<State> state_;  // released, not destroyed, after fork (reset_after_fork)
   std::atomic<bool> evicting_logged_{false};
   std::atomic<bool> recapture_logged_{false};
+  std::atomic<bool> over_budget_logged_{false};
 };
 
 }  // namespace graphdispatch

@@ -30,11 +30,19 @@ struct RunnerOptions final {
   bool copy_stream = true;
   /// Entries per runner; 0 = unbounded.
   std::size_t max_entries = 0;
+  /// Bytes the runner's live entries may hold (Entry::bytes); 0 = unbounded. Eviction, in the
+  /// order `eviction` says, keeps them under it; an entry alone over it is kept.
+  std::size_t max_entry_bytes = 0;
   Eviction eviction = Eviction::kFifo;
   /// Input positions the callable writes to, known from its ops' schemas (the Python layer
   /// reads them off the graph). Version counters alone miss ops that write without bumping
   /// them (batch_norm's running stats); each listed dynamic input is copied back after replay.
   std::vector<std::size_t> mutated_inputs;
+  /// Replays of each entry checked against the non-graph path (Note [Verified replays]).
+  std::int64_t verify_replays = 0;
+  /// Tolerances of that check; 0 and 0 compare exactly.
+  double verify_rtol = 0.0;
+  double verify_atol = 0.0;
   LogSink log;
 };
 

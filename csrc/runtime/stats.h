@@ -26,6 +26,8 @@ class Stats final {
   std::atomic<std::int64_t> copies_skipped{0};
   std::atomic<std::int64_t> bytes_copied{0};
   std::atomic<std::int64_t> recaptures{0};
+  /// Replays checked against the non-graph path (verify_replays).
+  std::atomic<std::int64_t> verified_replays{0};
 
   void add_fallback(const std::string& reason);
   std::map<std::string, std::int64_t> fallbacks() const;

@@ -71,6 +71,45 @@ TEST(EntryCache, TakeAllEmptiesAndHandsOverValues) {
   EXPECT_EQ(cache.find(1), nullptr);
 }
 
+TEST(EntryCache, ByteBudgetEvictsOldestUntilUnderAndKeepsTheNewEntry) {
+  Cache cache(0, Eviction::kFifo, /*max_bytes=*/100);
+  cache.insert(1, value("one"), 40);
+  cache.insert(2, value("two"), 40);
+  EXPECT_TRUE(cache.evict_over_budget(2).empty());
+  cache.find(1);  // FIFO ignores use
+  cache.insert(3, value("three"), 40);
+  auto victims = cache.evict_over_budget(3);
+  ASSERT_EQ(victims.size(), 1u);
+  EXPECT_EQ(*victims[0], "one");
+  EXPECT_EQ(cache.bytes(), 80u);
+  // An entry alone over the budget evicts every other one and stays.
+  cache.insert(4, value("four"), 500);
+  EXPECT_EQ(cache.evict_over_budget(4).size(), 2u);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.bytes(), 500u);
+}
+
+TEST(EntryCache, ByteBudgetWithLruEvictsLeastRecentlyUsed) {
+  Cache cache(0, Eviction::kLru, /*max_bytes=*/100);
+  cache.insert(1, value("one"), 40);
+  cache.insert(2, value("two"), 40);
+  cache.find(1);
+  cache.insert(3, value("three"), 40);
+  auto victims = cache.evict_over_budget(3);
+  ASSERT_EQ(victims.size(), 1u);
+  EXPECT_EQ(*victims[0], "two");
+}
+
+TEST(EntryCache, BytesFollowReplacementAndTakeAll) {
+  Cache cache(0, Eviction::kFifo, 0);
+  cache.insert(1, value("one"), 40);
+  cache.insert(1, value("uno"), 10);
+  EXPECT_EQ(cache.bytes(), 10u);
+  EXPECT_TRUE(cache.evict_over_budget(1).empty());  // no budget
+  cache.take_all();
+  EXPECT_EQ(cache.bytes(), 0u);
+}
+
 TEST(EntryCache, ParseEviction) {
   EXPECT_EQ(parse_eviction("fifo"), Eviction::kFifo);
   EXPECT_EQ(parse_eviction("lru"), Eviction::kLru);

@@ -53,6 +53,25 @@ std::vector<c10::IValue> mul_add(const std::vector<c10::IValue>& in) {
   return {in[0].toTensor() * 2 + in[1].toTensor()};
 }
 
+/// A graph whose replay does nothing: its outputs stay what the capture computed.
+class StaleGraph final : public DeviceGraph {
+ public:
+  void capture_begin(std::function<void()>) override {}
+  void capture_end() override {}
+  void capture_abort() noexcept override {}
+  void replay() override {}
+  void reset() override {}
+  bool runs_during_capture() const override { return false; }
+  std::optional<std::int64_t> pool_bytes() const override { return 1000; }
+};
+
+class StaleFactory final : public DeviceGraphFactory {
+ public:
+  std::unique_ptr<DeviceGraph> create(c10::Device) override { return std::make_unique<StaleGraph>(); }
+  bool is_capturing(c10::Device) override { return false; }
+  std::string name() const override { return "stale"; }
+};
+
 class GraphRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override { Stats::get().reset(); }
@@ -211,6 +230,60 @@ TEST_F(GraphRunnerTest, EmulatedGraphMatchesEager) {
     auto a = at::randn({2, 2}), b = at::randn({2, 2});
     EXPECT_TRUE(at::equal(runner({a, b})[0].toTensor(), a * 2 + b));
   }
+}
+
+TEST_F(GraphRunnerTest, VerificationCatchesAStaleReplayAndDisablesTheEntry) {
+  RunnerOptions options;
+  options.verify_replays = 3;
+  std::vector<std::string> logged;
+  options.log = [&](const std::string& m) { logged.push_back(m); };
+  GraphRunner runner(mul_add, {false, false}, std::make_shared<StaleFactory>(), options);
+  auto a1 = at::randn({4}), b1 = at::randn({4});
+  // The capture computed these very inputs: the stale replay is right once.
+  EXPECT_TRUE(at::equal(runner({a1, b1})[0].toTensor(), a1 * 2 + b1));
+  EXPECT_TRUE(Stats::get().fallbacks().empty());
+  for (int i = 0; i < 2; ++i) {
+    auto a = at::randn({4}), b = at::randn({4});
+    EXPECT_TRUE(at::equal(runner({a, b})[0].toTensor(), a * 2 + b));
+  }
+  EXPECT_EQ(Stats::get().fallbacks().at("verify_mismatch"), 2);  // the mismatch, then a fallback
+  EXPECT_EQ(Stats::get().verified_replays, 2);
+  EXPECT_EQ(Stats::get().replays, 2);
+  ASSERT_EQ(logged.size(), 1u);  // one warning, not one per fallback
+  EXPECT_NE(logged[0].find("output 0: max |difference|"), std::string::npos) << logged[0];
+  EXPECT_NE(logged[0].find("0: [4]/float32 strides (1)"), std::string::npos) << logged[0];
+  auto entry = runner.entry_for({a1, b1});
+  ASSERT_TRUE(entry && entry->is_negative());
+  EXPECT_EQ(entry->reason(), "verify_mismatch");
+}
+
+TEST_F(GraphRunnerTest, VerificationPassesOnAGoodGraphAndStopsAfterK) {
+  RunnerOptions options;
+  options.verify_replays = 2;
+  GraphRunner runner(mul_add, {false, false}, factory, options);
+  for (int i = 0; i < 5; ++i) {
+    auto a = at::randn({4}), b = at::randn({4});
+    EXPECT_TRUE(at::equal(runner({a, b})[0].toTensor(), a * 2 + b));
+  }
+  EXPECT_EQ(Stats::get().verified_replays, 2);
+  EXPECT_EQ(Stats::get().replays, 5);
+  EXPECT_TRUE(Stats::get().fallbacks().empty());
+}
+
+TEST_F(GraphRunnerTest, ByteBudgetCountsBuffersAndPoolAndEvicts) {
+  RunnerOptions options;
+  // Each entry: two float buffers of n elements plus the 1000 pool bytes StaleGraph reports.
+  options.max_entry_bytes = 2 * (2 * 4 * 4 + 1000);
+  GraphRunner runner(mul_add, {false, false}, std::make_shared<StaleFactory>(), options);
+  runner.capture({at::randn({4}), at::randn({4})});
+  EXPECT_EQ(runner.entry_bytes(), 2u * 4 * 4 + 1000);
+  EXPECT_EQ(runner.entries().at(0)->bytes(), 2 * 4 * 4 + 1000);
+  runner.capture({at::randn({4, 1}), at::randn({4, 1})});
+  EXPECT_EQ(runner.num_entries(), 2u);
+  runner.capture({at::randn({2, 2}), at::randn({2, 2})});
+  EXPECT_EQ(runner.num_entries(), 2u);
+  EXPECT_EQ(Stats::get().evictions, 1);
+  EXPECT_EQ(runner.entry_for({at::randn({4}), at::randn({4})}), nullptr);  // FIFO: the oldest
 }
 
 }  // namespace

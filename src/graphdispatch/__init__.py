@@ -17,7 +17,7 @@ from . import config
 if TYPE_CHECKING:
     from .backend import Backend
 
-__all__ = ["Backend", "check_options", "config", "reset", "stats"]
+__all__ = ["Backend", "check_options", "config", "explain", "reset", "stats", "warmup"]
 __version__ = "0.1.0"
 
 
@@ -40,16 +40,35 @@ def check_options(options: Any = None, *, mode: Any = None, **kwargs: Any) -> di
     return config.check(options, mode=mode, **kwargs)
 
 
+def explain(model_or_fn: Any, *args: Any, options: Any = None, **kwargs: Any) -> Any:
+    """Compiles ``model_or_fn`` with this backend, calls it once, and returns a report of the
+    graphs, graph breaks, routes, inputs, entries and fallbacks (``graphdispatch.diagnose``;
+    ``str()`` is readable, ``.to_dict()`` the data). See docs/diagnosing.md."""
+    from .diagnose import explain as _explain
+
+    return _explain(model_or_fn, *args, options=options, **kwargs)
+
+
+def warmup(compiled: Any, inputs: Any, *, progress: bool = True, grad: bool = False) -> dict[str, Any]:
+    """Calls ``compiled`` once per input set in ``inputs`` so every signature is captured before
+    serving; a tqdm bar on a terminal; returns the ``stats()`` delta (details in ``graphdispatch.serving``)."""
+    from .serving import warmup as _warmup
+
+    return _warmup(compiled, inputs, progress=progress, grad=grad)
+
+
 def stats() -> dict[str, Any]:
     """Counters since start or the last ``reset()``.
 
     Keys: captures, replays, cache_hits and cache_misses (lookups of a signature; a hit on a
     negative entry, one whose capture was refused or failed, counts as a hit and as a
     fallback; a thread that found nothing and then waited for another thread's capture of
-    the same signature counts as a miss), evictions, copies_skipped, bytes_copied (bytes of dynamic inputs copied into
-    entry buffers), recaptures (a parameter moved), fallbacks ({reason: calls served by the
+    the same signature counts as a miss), evictions (by max_entries or max_entry_bytes),
+    copies_skipped, bytes_copied (bytes of dynamic inputs copied into
+    entry buffers), recaptures (a parameter moved), verified_replays (replays checked against
+    the non-graph path, verify_replays), fallbacks ({reason: calls served by the
     non-graph path}: aliased_inputs, mixed_devices, requires_grad, unsupported_tensor,
-    capture_failed, explicit_generator, data_dependent), routes
+    capture_failed, explicit_generator, data_dependent, verify_mismatch), routes
     ({route: graphs compiled since the last reset}). Counters are per process; a forked
     child starts from zero.
     """

@@ -24,6 +24,7 @@ that cannot be captured is served by the non-graph path and counted by reason.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import threading
@@ -157,8 +158,7 @@ def _refused(fn: Callable, reason: str) -> Callable:
     from . import _C
 
     def call(*args: Any) -> Any:
-        _C.count_fallback(reason)
-        return fn(*args)
+        return _C.fallback(reason, fn, *args)
 
     return call
 
@@ -179,11 +179,32 @@ def _with_flat_output(fn: Callable, gm: torch.fx.GraphModule) -> tuple[Callable,
     return flat, lambda leaves: pytree.tree_unflatten(list(leaves), spec[0])
 
 
-def build_runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], route: str, kind: str,
-                 options: dict[str, Any]) -> Callable:
-    """The compiled function of a graph route: a C++ GraphRunner over gm or Inductor's output."""
+@dataclasses.dataclass
+class CompiledGraph:
+    """What the backend made of one FX graph (``explain`` reads it).
+
+    ``runner`` is the C++ GraphRunner (None on the default route and for a graph refused as a
+    whole, whose reason is ``refusal``); ``is_static``/``mutated`` are per input position.
+    """
+
+    gm: torch.fx.GraphModule
+    example_inputs: list[Any]
+    route: str
+    reason: str
+    runner: Any = None
+    refusal: str | None = None
+    is_static: list[bool] = dataclasses.field(default_factory=list)
+    mutated: list[int] = dataclasses.field(default_factory=list)
+
+
+def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> Callable:
+    """The compiled function of ``record``'s graph on its (graph) route: a C++ GraphRunner over
+    the FX graph or Inductor's output. Fills ``record`` with the runner (or the refusal) and the
+    inputs' roles.
+    """
     from . import _C
 
+    gm, example_inputs, route = record.gm, record.example_inputs, record.route
     # compile_fx's result is called as fn(*args), as Dynamo calls it; the `_boxed_call` it
     # carries is copied from the inner function and does not describe it.
     if route == ROUTE_GRAPH_WITH_COMPILE:
@@ -193,6 +214,7 @@ def build_runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], route:
     refusal = graph_refusal(gm)
     if refusal is not None:
         log.warning("graphdispatch: graph not captured (%s); every call runs without a graph", refusal)
+        record.refusal = refusal
         return _refused(fn, refusal)
     fn, unflatten = _with_flat_output(fn, gm)
     placeholders = gm.graph.find_nodes(op="placeholder")
@@ -204,12 +226,18 @@ def build_runner(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], route:
         mutated = []
         is_static = [s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)]
     is_static = [s and i not in mutated for i, s in enumerate(is_static)]
+    # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
+    exact = route == ROUTE_GRAPH_ONLY
     runner = _C.GraphRunner(
         fn, is_static, graph_factory(kind),
         safe_output_mode=options["safe_output_mode"], warmup_iters=options["warmup_iters"],
         copy_stream=options["copy_stream"], max_entries=options["max_entries"],
-        eviction=options["eviction"], log=log.warning, mutated_inputs=mutated)
+        eviction=options["eviction"], log=log.warning, mutated_inputs=mutated,
+        max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
+        verify_rtol=0.0 if exact else options["verify_rtol"],
+        verify_atol=0.0 if exact else options["verify_atol"])
     _RUNNERS.add(runner)
+    record.runner, record.is_static, record.mutated = runner, is_static, mutated
     # Dynamo compiles with inference mode off even when the call runs in it; the cache key
     # leaves inference mode out, so this capture serves calls under torch.inference_mode() too.
     if not options["lazy_capture"]:
@@ -227,7 +255,8 @@ class Backend:
 
     Options (design 2.1; see ``graphdispatch.config`` for each one's meaning and default):
     graph_only, graph_with_compile, lazy_capture, max_entries, eviction, safe_output_mode,
-    warmup_iters, copy_stream, device_graph; ``-`` or ``_`` in keys; MindIE-SD's
+    warmup_iters, copy_stream, device_graph, max_entry_bytes, verify_replays, verify_rtol,
+    verify_atol; ``-`` or ``_`` in keys; MindIE-SD's
     ``aclgraph_*`` names as aliases. ``mode`` is None, "default" or "reduce-overhead" (the
     graph_with_compile route). Raises TypeError/ValueError naming the key for an invalid
     option, before any work.
@@ -238,6 +267,8 @@ class Backend:
     def __init__(self, mode: str | None = None, options: Any = None, **kwargs: Any):
         self.options = {**config.options_for_mode(mode), **config.normalize(options),
                         **config.normalize(kwargs, source="Backend() keyword arguments")}
+        # Called with each CompiledGraph (graphdispatch.explain collects them); not an option.
+        self.on_graph: Callable[[CompiledGraph], None] | None = None
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
         if kwargs:  # torch.compile(..., mode=..., options=...) on an instance
@@ -252,9 +283,14 @@ class Backend:
         ROUTE_SETUP[route]()
         log.info("graphdispatch route %s (%s) for a graph of %d nodes", route, reason, len(gm.graph.nodes))
         _count_route(route)
+        record = CompiledGraph(gm, list(example_inputs), route, reason)
         if route == ROUTE_DEFAULT:
-            return _inductor(gm, example_inputs, cudagraphs=False)
-        return build_runner(gm, example_inputs, route, kind, options)
+            compiled = _inductor(gm, example_inputs, cudagraphs=False)
+        else:
+            compiled = build_runner(record, kind, options)
+        if self.on_graph is not None:
+            self.on_graph(record)
+        return compiled
 
     def reset(self) -> None:
         clear_caches()

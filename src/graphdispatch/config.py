@@ -57,6 +57,17 @@ copy_stream: bool = True
 # Which device graph captures: "auto" (CUDA, else NPU, else torch.accelerator.Graph; never
 # "emulated"), "cuda", "npu", "accelerator", or "emulated" (CPU stand-in for tests).
 device_graph: str = "auto"
+# Bytes the cached graphs of one compiled graph may hold (input buffers plus the graph pool
+# memory each capture added, or its static outputs where there is no pool); 0 = unbounded.
+# Over it, eviction (as `eviction` says) drops entries; a single entry over it is kept.
+max_entry_bytes: int = 0
+# The first K replays of each entry also run the non-graph path on copies of the inputs and
+# compare every output; a mismatch warns, disables the entry and returns the non-graph result.
+verify_replays: int = 0
+# Tolerances of that comparison on the graph_with_compile route (graph_only compares exactly):
+# |replay - expected| <= verify_atol + verify_rtol * |expected|.
+verify_rtol: float = 1e-5
+verify_atol: float = 1e-6
 
 _TYPES: dict[str, type] = {
     "graph_only": bool,
@@ -68,18 +79,30 @@ _TYPES: dict[str, type] = {
     "warmup_iters": int,
     "copy_stream": bool,
     "device_graph": str,
+    "max_entry_bytes": int,
+    "verify_replays": int,
+    "verify_rtol": float,
+    "verify_atol": float,
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "eviction": ("fifo", "lru"),
     "device_graph": ("auto", "cuda", "npu", "accelerator", "emulated"),
 }
 _INT64_MAX = 2**63 - 1
-# Inclusive bounds of every int option. Both reach GraphRunner as int64_t
+# Inclusive bounds of every int option. All reach GraphRunner as int64_t
 # (csrc/bindings/runner_bindings.cpp), so a larger value would fail there without naming the
 # option.
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "max_entries": (0, _INT64_MAX),
     "warmup_iters": (0, _INT64_MAX),
+    "max_entry_bytes": (0, _INT64_MAX),
+    "verify_replays": (0, _INT64_MAX),
+}
+# Inclusive bounds of every float option: finite (NaN or inf tolerances would make the check
+# pass or fail whatever the values) and non-negative.
+_FLOAT_RANGES: dict[str, tuple[float, float]] = {
+    "verify_rtol": (0.0, sys.float_info.max),
+    "verify_atol": (0.0, sys.float_info.max),
 }
 ALIASES: dict[str, str] = {
     "aclgraph_only": "graph_only",
@@ -130,7 +153,10 @@ def check_value(name: str, value: Any, given: str | None = None) -> Any:
     """
     expected = _TYPES[name]
     label = f"{name!r}" if given in (None, name) else f"{name!r} (given as {given!r})"
-    # bool is an int subclass: max_entries=True is a mistake, not 1.
+    # bool is an int subclass: max_entries=True is a mistake, not 1. A float option takes an
+    # int (verify_atol=0) and stores it as a float.
+    if expected is float and _is_plain_int(value):
+        value = float(value)
     if type(value) is not expected and not (expected is int and _is_plain_int(value)):
         raise TypeError(
             f"graphdispatch option {label}: expected {expected.__name__}, "
@@ -147,6 +173,12 @@ def check_value(name: str, value: Any, given: str | None = None) -> Any:
             raise ValueError(
                 f"graphdispatch option {label}: expected an int in {_describe_range(low, high)} "
                 f"(int64_t in the C++ runtime), got {value}"
+            )
+    if expected is float:
+        low, high = _FLOAT_RANGES[name]
+        if not low <= value <= high:  # NaN fails both comparisons
+            raise ValueError(
+                f"graphdispatch option {label}: expected a finite float >= {low:g}, got {value}"
             )
     return value
 
@@ -212,6 +244,8 @@ def resolve(*layers: Mapping[str, Any]) -> dict[str, Any]:
 # Decimal integers as a person writes them: an optional sign and ASCII digits only. int()
 # alone would also take "1_000", "٣" (Arabic-Indic three) and other Unicode digits.
 _DECIMAL = re.compile(r"[+-]?[0-9]+")
+# Decimal floats, ASCII only, with an optional exponent ("1e-5", "0.001", "2").
+_DECIMAL_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 def _parse_env(name: str, text: str) -> Any:
@@ -233,6 +267,11 @@ def _parse_env(name: str, text: str) -> Any:
             low, high = _INT_RANGES[name]
             raise ValueError(f"expected an integer in {_describe_range(low, high)}, "
                              f"got {len(digits)} digits") from None
+    if expected is float:
+        number = text.strip()
+        if not _DECIMAL_FLOAT.fullmatch(number):
+            raise ValueError(f"expected a decimal number (ASCII, e.g. 1e-5), got {text!r}")
+        return float(number)
     return text
 
 

@@ -134,20 +134,31 @@ at_fork_in_child(_after_fork_in_child)
 
 
 class _FrameworkGraph:
-    """Adapter over one framework graph object for the C++ runtime."""
+    """Adapter over one framework graph object for the C++ runtime.
+
+    ``reserved()``, when given, is the device's reserved allocator memory in bytes: read
+    around the capture, its growth is what the capture added to the graph pool (static
+    outputs, and intermediates the pool keeps), which ``max_entry_bytes`` counts.
+    """
 
     def __init__(self, graph: Any, capture_kwargs: dict[str, Any], module: Any,
-                 on_captured: Callable[[Any], None], on_failed: Callable[[Any], None]):
+                 on_captured: Callable[[Any], None], on_failed: Callable[[Any], None],
+                 reserved: Callable[[], int] | None = None):
         self._graph = graph
         self._capture_kwargs = capture_kwargs
         self._module = module
         self._on_captured = on_captured
         self._on_failed = on_failed
+        self._reserved = reserved
+        self._reserved_before = 0
+        self._pool_bytes: int | None = None
         self.replay = graph.replay  # the framework's own method: replay is the hot path
 
     def capture_begin(self) -> None:
         HOLD_OFF.enter(self._module)
         try:
+            if self._reserved is not None:
+                self._reserved_before = self._reserved()
             self._graph.capture_begin(**self._capture_kwargs)
         except BaseException:
             HOLD_OFF.exit()
@@ -156,9 +167,16 @@ class _FrameworkGraph:
     def capture_end(self) -> None:
         try:
             self._graph.capture_end()
+            if self._reserved is not None:
+                # A pool shared with earlier captures may serve this one from blocks it holds.
+                self._pool_bytes = max(0, self._reserved() - self._reserved_before)
             self._on_captured(self._graph)
         finally:
             HOLD_OFF.exit()
+
+    def pool_bytes(self) -> int | None:
+        """Bytes the capture added to the pool, or None when not measured."""
+        return self._pool_bytes
 
     def capture_abort(self) -> None:
         try:
@@ -239,7 +257,17 @@ class FrameworkGraphs:
             kwargs = {}
         return _FrameworkGraph(graph, kwargs, self._module(),
                                lambda g: self._remember_pool(device, g),
-                               lambda g: self._forget_pool(device, g))
+                               lambda g: self._forget_pool(device, g),
+                               self._reserved_bytes(device))
+
+    def _reserved_bytes(self, device: str) -> Callable[[], int] | None:
+        """The device's reserved allocator bytes, as a function; None if it has no query."""
+        module = self._module() if self.name != "accelerator" else torch.accelerator
+        query = getattr(module, "memory_reserved", None)
+        if query is None:
+            return None
+        index = torch.device(device).index or 0
+        return lambda: int(query(index))
 
     def is_capturing(self, device: str) -> bool:
         """Whether the current stream of ``device`` (not of the current device) is capturing."""

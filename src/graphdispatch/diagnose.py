@@ -1,0 +1,206 @@
+"""``graphdispatch.explain``: why a model does (or does not) replay, in one call.
+
+Dynamo's own ``torch._dynamo.explain`` gives the graphs and the graph breaks; a compile with
+this backend, run once, gives per graph the route and why, the role of every input, the
+entries the runtime holds and every fallback with its reason and the input that caused it
+(the runtime keeps those on its negative entries). Nothing here re-derives what Dynamo or the
+runtime already decided: it reads their answers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Callable
+
+import torch
+
+# One line of advice per reason a call runs without a graph (the runtime's first-fallback
+# warning says the same for the reasons it meets; csrc/runtime/graph_runner.cpp).
+ADVICE: dict[str, str] = {
+    "graph_break": "each break splits the model into graphs, each a capture and a launch: "
+                   "remove the construct Dynamo names, or torch._dynamo.disable the part around it",
+    "aliased_inputs": "pass separate tensors (e.g. .clone() one of them)",
+    "mixed_devices": "move every tensor input to the model's device",
+    "requires_grad": "call under torch.no_grad() or torch.inference_mode(); graphs record no autograd",
+    "explicit_generator": "draw random numbers with the global generator",
+    "unsupported_tensor": "pass plain tensors, not tensor subclasses",
+    "capture_failed": "an op cannot run while the device graph records (host synchronisation, "
+                      "a CPU round trip): move it out of the compiled region or make it a graph break",
+    "data_dependent": "the graph reads a value on the host mid-graph (.item(), nonzero, boolean "
+                      "masks): compute it outside the compiled region",
+    "verify_mismatch": "the replay does not compute what eager does: report it with the signature",
+}
+_INPUT_POSITION = re.compile(r"^input (\d+):")
+
+
+@dataclasses.dataclass
+class Explanation:
+    """What ``explain`` found; ``str()`` is a readable report, ``to_dict()`` the data."""
+
+    options: dict[str, Any]
+    graph_breaks: list[dict[str, Any]]
+    graphs: list[dict[str, Any]]
+    stats: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def __str__(self) -> str:
+        fallbacks = sum(len(g["fallbacks"]) for g in self.graphs)
+        lines = [f"graphdispatch.explain: {len(self.graphs)} graph(s), "
+                 f"{len(self.graph_breaks)} graph break(s), {fallbacks} fallback reason(s)",
+                 "options: " + ", ".join(f"{k}={v!r}" for k, v in self.options.items()),
+                 "the call: " + _counters(self.stats)]
+        for k, brk in enumerate(self.graph_breaks):
+            lines.append(f"graph break {k}: {brk['reason']} at {brk['where']}")
+            lines.append(f"  advice: {ADVICE['graph_break']}")
+        for g in self.graphs:
+            lines.append("")
+            lines.append(f"graph {g['index']}: route {g['route']} ({g['route_reason']}), "
+                         f"{g['ops']} ops")
+            lines.extend("  " + line for line in _inputs_table(g["inputs"]))
+            lines.append(f"  entries ({len(g['entries'])}):")
+            for e in g["entries"]:
+                state = "captured" if e["captured"] else f"refused ({e['reason']})"
+                lines.append(f"    {state}, {e['bytes']} bytes, {e['captures']} capture(s), "
+                             f"{e['replays']} replay(s): {_dynamic_part(e['signature'])}")
+            if not g["fallbacks"]:
+                lines.append("  fallbacks: none")
+            for f in g["fallbacks"]:
+                where = f["scope"] if f["position"] is None else f"input {f['position']}"
+                lines.append(f"  fallback {f['reason']} ({where}): {f['detail']}")
+                lines.append(f"    advice: {f['advice']}")
+        return "\n".join(lines)
+
+
+def _counters(stats: dict[str, Any]) -> str:
+    names = ("captures", "replays", "cache_hits", "cache_misses", "copies_skipped", "bytes_copied")
+    text = ", ".join(f"{name} {stats[name]}" for name in names)
+    return text + f", fallbacks {stats['fallbacks'] or 'none'}"
+
+
+def _dynamic_part(signature: str) -> str:
+    """The signature without its static inputs (a model's parameters would fill a screen)."""
+    parts = signature.split("; ")
+    kept = [p for p in parts if " static" not in p]
+    static = len(parts) - len(kept)
+    return "; ".join(kept) + (f" (+ {static} static)" if static else "")
+
+
+def _inputs_table(inputs: list[dict[str, Any]]) -> list[str]:
+    counts: dict[str, int] = {}
+    for i in inputs:
+        counts[i["kind"]] = counts.get(i["kind"], 0) + 1
+    lines = ["inputs: " + ", ".join(f"{n} {kind}" for kind, n in counts.items())]
+    for i in inputs:
+        if i["kind"] == "static":
+            continue  # parameters and buffers: counted above, listed in to_dict()
+        written = ", written" if i.get("written") else ""
+        lines.append(f"  {i['position']}: {i['kind']}{written} {i['description']}")
+    return lines
+
+
+def _describe_input(position: int, value: Any, record: Any) -> dict[str, Any]:
+    if not isinstance(value, torch.Tensor):
+        return {"position": position, "kind": "constant", "description": repr(value)}
+    static = bool(record.is_static) and record.is_static[position]
+    return {
+        "position": position,
+        # static: read in place, never copied; dynamic: copied into the entry's buffer (the copy
+        # is skipped when the caller passes that buffer); constant: its value is in the key.
+        "kind": "static" if static else "dynamic",
+        "written": position in record.mutated,
+        "shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
+        "strides": list(value.stride()),
+        "description": f"{list(value.shape)}/{str(value.dtype).removeprefix('torch.')} "
+                       f"strides {tuple(value.stride())}",
+    }
+
+
+def _fallbacks(record: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per reason a call ran without a graph: ``scope`` "graph" (refused as a whole) or
+    "signature" (one entry), the input ``position`` that decided it where one did, the
+    runtime's ``detail`` (first line: a failed capture's error, without its traceback)."""
+    found = []
+    if record.refusal is not None:
+        found.append({"reason": record.refusal, "scope": "graph", "position": None,
+                      "detail": "every call of this graph runs without a graph",
+                      "advice": ADVICE.get(record.refusal, "")})
+    for e in entries:
+        if e["captured"]:
+            continue
+        match = _INPUT_POSITION.match(e["detail"])
+        detail = e["detail"].strip().splitlines()[0] if e["detail"].strip() else ""
+        found.append({"reason": e["reason"], "scope": "signature",
+                      "position": int(match.group(1)) if match else None,
+                      "detail": detail[:300], "advice": ADVICE.get(e["reason"], "")})
+    return found
+
+
+def _graph_report(index: int, record: Any) -> dict[str, Any]:
+    entries = record.runner.entries() if record.runner is not None else []
+    return {
+        "index": index,
+        "route": record.route,
+        "route_reason": record.reason,
+        "ops": sum(1 for n in record.gm.graph.nodes if n.op.startswith("call_")),
+        "inputs": [_describe_input(i, v, record) for i, v in enumerate(record.example_inputs)],
+        "entries": entries,
+        "fallbacks": _fallbacks(record, entries),
+    }
+
+
+def _device_of(args: tuple, kwargs: dict[str, Any]) -> torch.device:
+    from torch.utils import _pytree as pytree
+
+    for leaf in pytree.tree_leaves((args, kwargs)):
+        if isinstance(leaf, torch.Tensor) and leaf.device.type != "cpu":
+            return leaf.device
+    return torch.device("cpu")
+
+
+def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = None,
+            **kwargs: Any) -> Explanation:
+    """Compiles ``model_or_fn`` with graphdispatch, calls it once with ``args``/``kwargs`` and
+    reports what happened (see ``Explanation``).
+
+    ``options``: backend options (as for ``torch.compile(..., options=...)``); by default the
+    graph route for the inputs' device (``graph_only``; on the CPU with the emulated graph).
+    The model runs three times: under ``torch._dynamo.explain`` (graphs, breaks), at capture,
+    and the call itself; make the call as you would (e.g. under ``torch.no_grad()``), since
+    grad mode decides fallbacks. Resets Dynamo's caches before and after, as
+    ``torch._dynamo.explain`` does. Raises what the model raises, and TypeError/ValueError for
+    invalid options.
+    """
+    import torch._dynamo
+
+    from . import config
+    from .backend import Backend
+    from .serving import stats_delta
+
+    import graphdispatch
+
+    chosen = {"graph_only": True}
+    if _device_of(args, kwargs).type == "cpu":
+        chosen["device_graph"] = "emulated"
+    chosen.update(config.normalize(options))
+    backend = Backend(options=chosen)
+
+    dynamo = torch._dynamo.explain(model_or_fn)(*args, **kwargs)
+    breaks = []
+    for reason in dynamo.break_reasons:
+        frame = reason.user_stack[-1] if reason.user_stack else None
+        breaks.append({"reason": str(reason.reason).strip().splitlines()[0],
+                       "where": f"{frame.filename}:{frame.lineno}" if frame else "unknown"})
+
+    records: list[Any] = []
+    backend.on_graph = records.append
+    before = graphdispatch.stats()
+    try:
+        torch.compile(model_or_fn, backend=backend)(*args, **kwargs)
+        delta = stats_delta(before, graphdispatch.stats())
+        graphs = [_graph_report(k, r) for k, r in enumerate(records)]
+    finally:
+        torch._dynamo.reset()
+    return Explanation(options=chosen, graph_breaks=breaks, graphs=graphs, stats=delta)

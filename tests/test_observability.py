@@ -1,0 +1,247 @@
+"""Seeing and trusting what the backend does (issue 8): profiler ranges, replay verification,
+the memory budget and warm-up. Oracles: a torch.profiler trace, eager values, counted stats."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections import Counter
+
+import pytest
+import torch
+import torch._dynamo
+
+import graphdispatch
+from graphdispatch import _C
+from graphdispatch.device_graphs import _FrameworkGraph
+
+from cases.cases_helpers import GRAPH_ONLY, compiled, runner
+
+RANGES = ("graphdispatch::capture", "graphdispatch::replay", "graphdispatch::copy_inputs",
+          "graphdispatch::fallback")
+
+
+def mul_add(a, b):
+    return (a * 2 + b,)
+
+
+def range_counts(prof) -> Counter:
+    return Counter(e.name for e in prof.events() if e.name.startswith("graphdispatch::"))
+
+
+# ---- profiler ranges ------------------------------------------------------------------------
+
+def test_each_step_kind_is_a_named_profiler_range():
+    r = runner(mul_add, [False, False])
+    a, b = torch.randn(4), torch.randn(4)
+    with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        r(a, b)  # capture, then a replay that copies both inputs in
+        r(*r.static_inputs(a, b))  # the entry's own buffers: a replay without copies
+        r(a, a)  # aliased inputs: the fallback path
+    assert range_counts(prof) == {"graphdispatch::capture": 1, "graphdispatch::replay": 2,
+                                  "graphdispatch::copy_inputs": 1, "graphdispatch::fallback": 1}
+
+
+def test_a_graph_refused_as_a_whole_falls_back_inside_a_range():
+    fn = compiled(lambda x: x * x.sum().item())
+    x = torch.randn(8)
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        fn(x)  # compile outside the profile
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            torch.testing.assert_close(fn(x), x * x.sum().item())
+    assert range_counts(prof) == {"graphdispatch::fallback": 1}
+    assert graphdispatch.stats()["fallbacks"] == {"data_dependent": 2}
+
+
+# ---- replay verification --------------------------------------------------------------------
+
+class StaleGraphs:
+    """A framework-graph factory whose graphs replay nothing: the static outputs keep what the
+    capture computed, as a graph that lost its kernels' inputs would."""
+
+    name = "stale"
+
+    def create(self, device):
+        class Stale:
+            def capture_begin(self): pass
+            def capture_end(self): pass
+            def replay(self): pass
+            def reset(self): pass
+
+        return _FrameworkGraph(Stale(), {}, None, lambda g: None, lambda g: None)
+
+    def is_capturing(self, device):
+        return False
+
+
+def stale_runner(fn, n, **kwargs):
+    return _C.GraphRunner(fn, [False] * n, _C.PyGraphFactory(StaleGraphs()), log=logging.getLogger(
+        "graphdispatch").warning, **kwargs)
+
+
+def test_verification_catches_a_stale_replay(caplog):
+    r = stale_runner(mul_add, 2, verify_replays=2)
+    a1, b1 = torch.randn(4), torch.randn(4)
+    with caplog.at_level(logging.WARNING, logger="graphdispatch"):
+        assert torch.equal(r(a1, b1)[0], a1 * 2 + b1)  # the capture's own inputs: right once
+        for _ in range(3):
+            a, b = torch.randn(4), torch.randn(4)
+            assert torch.equal(r(a, b)[0], a * 2 + b)  # the non-graph result, every time
+    warnings = [rec.getMessage() for rec in caplog.records if rec.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert "output 0: max |difference|" in warnings[0]
+    assert "0: [4]/float32 strides (1); 1: [4]/float32 strides (1)" in warnings[0]
+    stats = graphdispatch.stats()
+    # The mismatching call and the two after it run without a graph.
+    assert stats["fallbacks"] == {"verify_mismatch": 3}
+    assert stats["verified_replays"] == 2 and stats["replays"] == 2
+    assert r.entry_reason(a1, b1)[0] == "verify_mismatch"
+
+
+def test_without_verification_the_stale_replay_goes_unnoticed():
+    # The oracle the option exists for: the same graph, unchecked, returns stale values.
+    r = stale_runner(mul_add, 2)
+    r(torch.randn(4), torch.randn(4))
+    a, b = torch.randn(4), torch.randn(4)
+    assert not torch.equal(r(a, b)[0], a * 2 + b)
+    assert graphdispatch.stats()["fallbacks"] == {}
+
+
+def test_mismatch_gives_the_caller_eager_mutations():
+    def add_into(x, y):
+        x.add_(y)
+        return (x * 1,)
+
+    r = stale_runner(add_into, 2, verify_replays=5, mutated_inputs=[0])
+    r(torch.zeros(3), torch.ones(3))
+    x, y = torch.full((3,), 5.0), torch.full((3,), 2.0)
+    (out,) = r(x, y)
+    assert torch.equal(x, torch.full((3,), 7.0))  # applied once, with eager's values
+    assert torch.equal(out, torch.full((3,), 7.0))
+
+
+def test_verified_replays_through_torch_compile_match_eager_and_random_ops_agree():
+    # A correct graph passes verification, random ops included: both paths draw from one RNG
+    # state, and the call's draws are eager's.
+    def fn(x):
+        return x * 3 + torch.rand_like(x)
+
+    G = compiled(fn, verify_replays=3)
+    for seed in range(4):
+        x = torch.randn(6)
+        torch.manual_seed(seed)
+        expected = fn(x)
+        torch.manual_seed(seed)
+        torch.testing.assert_close(G(x), expected, rtol=0, atol=0)
+    stats = graphdispatch.stats()
+    assert stats["verified_replays"] == 3 and stats["replays"] == 4
+    assert stats["fallbacks"] == {}
+
+
+def test_verify_options_are_checked():
+    with pytest.raises(ValueError, match="'verify_replays': expected an int in \\[0, 2\\*\\*63 - 1\\]"):
+        graphdispatch.check_options(verify_replays=-1)
+    with pytest.raises(ValueError, match="'verify_rtol': expected a finite float >= 0, got nan"):
+        graphdispatch.check_options(verify_rtol=float("nan"))
+    with pytest.raises(TypeError, match="'verify_atol': expected float, got str"):
+        graphdispatch.check_options(verify_atol="0")
+    assert graphdispatch.check_options(verify_atol=0)["verify_atol"] == 0.0
+
+
+# ---- memory budget --------------------------------------------------------------------------
+
+class PoolGraphs(StaleGraphs):
+    """Graphs whose capture grows the device's reserved memory by ``pool_bytes``, read by the
+    adapter around the capture as it reads torch.cuda.memory_reserved."""
+
+    name = "pool"
+
+    def __init__(self, pool_bytes):
+        self.pool_bytes = pool_bytes
+        self.reserved = 10_000
+
+    def create(self, device):
+        graphs = self
+
+        class Recording:
+            def capture_begin(self): pass
+            def capture_end(self): graphs.reserved += graphs.pool_bytes
+            def replay(self): pass
+            def reset(self): pass
+
+        return _FrameworkGraph(Recording(), {}, None, lambda g: None, lambda g: None,
+                               reserved=lambda: self.reserved)
+
+
+def test_entry_bytes_count_buffers_and_outputs():
+    r = runner(mul_add, [False, False], max_entry_bytes=0)
+    r.capture(torch.randn(8), torch.randn(8))
+    (entry,) = r.entries()
+    # Two float32 input buffers of 8 and one output of 8, on the emulated graph (no pool).
+    assert entry["bytes"] == 3 * 8 * 4 and r.entry_bytes == entry["bytes"]
+    assert entry["captured"] and entry["captures"] == 1 and entry["replays"] == 0
+
+
+@pytest.mark.parametrize("eviction, survivor", [("fifo", 4), ("lru", 2)])
+def test_budget_evicts_by_bytes_including_pool_memory(eviction, survivor):
+    per_entry = lambda n: 2 * n * 4 + 100  # two buffers of n float32 plus 100 pool bytes
+    r = _C.GraphRunner(mul_add, [False, False], _C.PyGraphFactory(PoolGraphs(100)),
+                       max_entry_bytes=per_entry(3) + per_entry(4), eviction=eviction)
+    for n in (2, 4):
+        r.capture(torch.randn(n), torch.randn(n))
+    assert r.entry_bytes == per_entry(2) + per_entry(4)
+    r(torch.randn(2), torch.randn(2))  # a use: LRU keeps n=2
+    r.capture(torch.randn(3), torch.randn(3))  # over budget: the FIFO or LRU victim goes
+    sizes = sorted(int(e["signature"].split("[")[1].split("]")[0]) for e in r.entries())
+    assert sizes == sorted([3, survivor])
+    assert graphdispatch.stats()["evictions"] == 1
+    assert r.entry_bytes == per_entry(3) + per_entry(survivor)
+
+
+def test_budget_through_torch_compile_matches_eager():
+    # dynamic=True: one graph, so one runner (and one budget) sees every size.
+    G = torch.compile(lambda x: x.sin() + 1, backend="graphdispatch", dynamic=True,
+                      options={**GRAPH_ONLY, "max_entry_bytes": 2 * (2 * 16 * 4)})
+    for n in (16, 16, 15, 14, 16):
+        x = torch.randn(n)
+        torch.testing.assert_close(G(x), x.sin() + 1, rtol=0, atol=0)
+    stats = graphdispatch.stats()
+    # An entry holds 2 x n float32 (buffer, output): 16 and 15 fit, 14 evicts 16, which then
+    # evicts 15.
+    assert stats["captures"] == 4 and stats["evictions"] == 2, stats
+
+
+# ---- warm-up --------------------------------------------------------------------------------
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_warmup_captures_every_input_set_and_returns_the_delta(monkeypatch):
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal
+    model = torch.nn.Linear(4, 3)
+    G = torch.compile(model, backend="graphdispatch", options=GRAPH_ONLY, dynamic=False)
+    sets = [(torch.randn(n, 4),) for n in (1, 2, 4)] + [{"input": torch.randn(8, 4)}]
+    delta = graphdispatch.warmup(G, sets)
+    assert delta["captures"] == 4 and delta["fallbacks"] == {} and delta["routes"] == {"graph_only": 4}
+    assert "graphdispatch warm-up" not in __import__("sys").stderr.getvalue()  # no bar
+    # Serving afterwards: replays only, eager's values.
+    before = graphdispatch.stats()
+    with torch.no_grad():
+        for n in (4, 1, 8, 2):
+            x = torch.randn(n, 4)
+            # Called as warmed up: Dynamo keys keyword and positional calls apart.
+            out = G(input=x) if n == 8 else G(x)
+            torch.testing.assert_close(out, model(x), rtol=0, atol=0)
+    after = graphdispatch.stats()
+    assert after["captures"] == before["captures"] and after["replays"] - before["replays"] == 4
+
+
+def test_warmup_shows_a_bar_on_a_terminal(monkeypatch):
+    terminal = Tty()
+    monkeypatch.setattr("sys.stderr", terminal)
+    G = torch.compile(lambda x: x + 1, backend="graphdispatch", options=GRAPH_ONLY, dynamic=False)
+    delta = graphdispatch.warmup(G, [torch.randn(n) for n in (1, 2, 3)])
+    assert delta["captures"] == 3
+    assert "graphdispatch warm-up" in terminal.getvalue() and "3/3" in terminal.getvalue()
