@@ -55,26 +55,48 @@ def test_data_dependent_graph_is_refused():
     torch.testing.assert_close(ok(x), x + 1)
 
 
-def test_failed_capture_falls_back_and_leaves_device_usable():
-    # A device-to-host copy inside the graph: legal in eager, forbidden while capturing. The
-    # graph has no data-dependent shapes, so it is not refused up front: capture itself fails.
+def counting_capture_begins(monkeypatch):
+    """Counts torch.cuda.CUDAGraph.capture_begin calls: proof that a capture was attempted."""
+    calls = []
+    original = torch.cuda.CUDAGraph.capture_begin
+
+    def capture_begin(self, *args, **kwargs):
+        calls.append(kwargs.get("pool"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "capture_begin", capture_begin)
+    return calls
+
+
+def test_failed_capture_falls_back_and_leaves_device_usable(monkeypatch):
+    # Case G2. A device-to-host copy inside the graph: legal in eager, forbidden while
+    # capturing. The graph has no data-dependent shapes, so it is not refused up front: the
+    # capture itself is begun and fails.
     def fn(x):
         return x + x.cpu().to(x.device)
 
+    begins = counting_capture_begins(monkeypatch)
     compiled = torch.compile(fn, backend="graphdispatch", options={"graph_only": True})
-    reserved = torch.cuda.memory_reserved()
-    for _ in range(3):
-        x = torch.randn(16, device="cuda")
+    reserved = []
+    for n in range(6):  # new signatures: each one a capture that is begun and fails
+        x = torch.randn(16 + n, 1024, device="cuda")
         torch.testing.assert_close(compiled(x), fn(x))
+        torch.cuda.empty_cache()  # raises if the allocator still routes to a pool
+        reserved.append(torch.cuda.memory_reserved())
     stats = graphdispatch.stats()
-    assert stats["fallbacks"].get("capture_failed") == 3
-    assert stats["captures"] == 0
+    assert stats["fallbacks"].get("capture_failed") == 6 and stats["captures"] == 0
+    assert len(begins) >= 6  # the captures really began (not refused before capture_begin)
     assert not torch.cuda.is_current_stream_capturing()
+    assert reserved[-1] <= reserved[1]  # freed inputs are recycled: reserved memory plateaus
     ok = torch.compile(lambda x: x * 3, backend="graphdispatch", options={"graph_only": True})
     x = torch.randn(8, device="cuda")
     torch.testing.assert_close(ok(x), x * 3)
     assert graphdispatch.stats()["captures"] == 1
-    assert torch.cuda.memory_reserved() <= reserved + 64 * 2**20  # no runaway pool growth
+    graph, static = torch.cuda.CUDAGraph(), torch.zeros(4, device="cuda")
+    with torch.cuda.graph(graph):  # empties the cache itself: raises if routing was left on
+        static.add_(1)
+    graph.replay()
+    torch.testing.assert_close(static, torch.ones(4, device="cuda"))
 
 
 def test_inside_callers_own_graph_records_into_it():
@@ -101,3 +123,153 @@ def test_cpu_inputs_on_a_gpu_machine_take_the_default_route():
     x = torch.randn(4)
     torch.testing.assert_close(compiled(x), x + 1)
     assert graphdispatch.stats()["routes"] == {"default": 1}
+
+
+class Gemm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(256, 256, device="cuda") / 16)
+
+    def forward(self, x):
+        return torch.relu(x @ self.w) @ self.w.t()
+
+
+def test_survivors_of_an_eviction_replay_correctly_after_empty_cache():
+    # Case G1: evicting one GEMM graph must not free the cuBLAS workspace the others replay with.
+    model = Gemm().eval()
+    # dynamic=True: one FX graph, so one runner sees the five signatures.
+    compiled = torch.compile(model, backend="graphdispatch",
+                             options={"graph_only": True, "max_entries": 4}, dynamic=True)
+    inputs = [torch.randn(b, 256, device="cuda") for b in (8, 16, 24, 32, 40)]
+    with torch.no_grad():
+        for x in inputs:
+            compiled(x)
+        assert graphdispatch.stats()["evictions"] == 1
+        torch.cuda.empty_cache()  # returns freed segments to the device: a use is then a fault
+        for x in inputs[1:]:  # the survivors
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-3, atol=1e-3)
+        torch.cuda.synchronize()
+    assert graphdispatch.stats()["fallbacks"] == {}
+
+
+def test_new_captures_work_after_reset_eviction_and_deleting_the_model(monkeypatch):
+    # Case G3: the pool outlives the last graph captured into it.
+    begins = counting_capture_begins(monkeypatch)
+
+    def run(options, n):
+        model = Mlp().cuda().eval()
+        compiled = torch.compile(model, backend="graphdispatch", options=options, dynamic=True)
+        with torch.no_grad():
+            x = torch.randn(n, 64, device="cuda")
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        return model, compiled
+
+    model, compiled = run({"graph_only": True}, 4)
+    graphdispatch.reset()  # every graph reset
+    run({"graph_only": True}, 5)
+    with torch.no_grad():  # max_entries=1: the second signature evicts the first entry
+        _, one = run({"graph_only": True, "max_entries": 1}, 6)
+        one(torch.randn(7, 64, device="cuda"))
+    del model, compiled, one
+    torch._dynamo.reset()
+    run({"graph_only": True}, 8)
+    assert graphdispatch.stats()["fallbacks"] == {}
+    assert len(set(begins)) == 1  # one pool, held alive throughout
+
+
+def test_one_entry_from_two_threads_on_two_streams_matches_eager():
+    # Case G4: the entry's buffers are shared; only device-side ordering keeps the calls apart.
+    import threading
+
+    model = Gemm().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        compiled(torch.randn(64, 256, device="cuda"))
+    results, errors = {}, []
+
+    def worker(k):
+        stream = torch.cuda.Stream()
+        try:
+            with torch.no_grad(), torch.cuda.stream(stream):
+                for i in range(50):
+                    x = torch.full((64, 256), float(k * 100 + i) / 1000, device="cuda")
+                    results[(k, i)] = (x, compiled(x))
+            stream.synchronize()
+        except Exception as error:  # surfaced by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with torch.no_grad():
+        for x, got in results.values():
+            torch.testing.assert_close(got, model(x), rtol=1e-3, atol=1e-3)
+    assert graphdispatch.stats()["captures"] == 1
+
+
+def test_warmup_of_a_new_entry_never_disturbs_a_replay_on_another_thread():
+    # Case G5: warmup runs on its own stream and workspace, apart from live graphs'.
+    import threading
+
+    model = Gemm().eval()
+    compiled = torch.compile(model, backend="graphdispatch",
+                             options={"graph_only": True, "warmup_iters": 3}, dynamic=False)
+    with torch.no_grad():
+        compiled(torch.randn(128, 256, device="cuda"))
+    stop, results = threading.Event(), []
+
+    def replayer():
+        stream = torch.cuda.Stream()
+        with torch.no_grad(), torch.cuda.stream(stream):
+            while not stop.is_set():
+                x = torch.randn(128, 256, device="cuda")
+                results.append((x, compiled(x)))
+        stream.synchronize()
+
+    thread = threading.Thread(target=replayer)
+    thread.start()
+    with torch.no_grad():
+        for b in (136, 144, 152, 160):  # new entries: warmup and capture while replays run
+            compiled(torch.randn(b, 256, device="cuda"))
+    stop.set()
+    thread.join()
+    with torch.no_grad():
+        for x, got in results:
+            torch.testing.assert_close(got, model(x), rtol=1e-3, atol=1e-3)
+    assert results and graphdispatch.stats()["captures"] == 5
+
+
+def test_user_streams_never_alias_the_runtime_streams():
+    # Case G8: c10's pool gives its 32 streams per priority round-robin; ours are not from it.
+    from graphdispatch import _C
+
+    compiled = torch.compile(lambda x: x + 1, backend="graphdispatch", options={"graph_only": True})
+    x = torch.randn(4, device="cuda")
+    torch.testing.assert_close(compiled(x), x + 1)  # the pipeline (and its streams) now exist
+    ours = set(_C.pipeline_streams("cuda:0"))
+    assert len(ours) == 3
+    users = {torch.cuda.Stream(priority=p).stream_id for p in (0, -1) for _ in range(64)}
+    assert not ours & users
+
+
+def test_empty_cache_is_held_off_in_every_spelling_during_capture():
+    from graphdispatch import _C, device_graphs
+    from graphdispatch.backend import graph_factory
+
+    seen = []
+
+    def fn(x):  # run by the runner itself (no Dynamo), so the checks run at capture time
+        if torch.cuda.is_current_stream_capturing():
+            seen.append([f is device_graphs._no_empty_cache for f in (
+                torch.cuda.empty_cache, torch.cuda.memory.empty_cache,
+                torch.accelerator.empty_cache, torch.accelerator.memory.empty_cache)])
+        return (x * 2,)
+
+    runner = _C.GraphRunner(fn, [False], graph_factory("cuda"))
+    x = torch.randn(4, device="cuda")
+    torch.testing.assert_close(runner(x)[0], x * 2)
+    assert seen == [[True] * 4] and graphdispatch.stats()["captures"] == 1
+    assert torch.cuda.empty_cache is not device_graphs._no_empty_cache

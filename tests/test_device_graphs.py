@@ -1,8 +1,11 @@
 """Framework device graphs without a device: the C++ runner drives a Python adapter through
 the same protocol it uses for torch.cuda.CUDAGraph, and the capture hold-off (gc, empty_cache)
-is scoped and restored on every exit path (design 2.4)."""
+is scoped and restored on every exit path (design 2.4). A fake framework with the allocator
+state a CUDA capture touches (pool use counts, routing) checks which pool each capture gets
+and what every failure leaves (cases G2, G3, G6, G8)."""
 
 import gc
+import logging
 import types
 
 import pytest
@@ -10,7 +13,9 @@ import torch
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.device_graphs import HOLD_OFF, _FrameworkGraph, choose_kind
+from graphdispatch import device_graphs
+from graphdispatch.device_graphs import (HOLD_OFF, FrameworkGraphs, _FrameworkGraph, choose_kind,
+                                         warn_without_warmup)
 
 
 class FakeFrameworkGraph:
@@ -46,8 +51,8 @@ class FakeGraphs:
 
     def create(self, device):
         assert device == "cpu"
-        return _FrameworkGraph(FakeFrameworkGraph(self.log), {}, self.module,
-                               lambda g: None, lambda g: self.log.append(("failed",)))
+        return _FrameworkGraph(FakeFrameworkGraph(self.log), {}, [self.module],
+                               lambda: self.log.append(("failed",)))
 
     def is_capturing(self, device):
         return False
@@ -72,8 +77,8 @@ def test_failed_capture_restores_gc_and_empty_cache():
     log = []
     module = types.SimpleNamespace(empty_cache=lambda: "real")
     failed = []
-    adapter = _FrameworkGraph(FakeFrameworkGraph(log, fail_capture=True), {}, module,
-                              lambda g: None, failed.append)
+    adapter = _FrameworkGraph(FakeFrameworkGraph(log, fail_capture=True), {}, [module],
+                              lambda: failed.append(1))
     adapter.capture_begin()
     assert not gc.isenabled() and module.empty_cache() is None  # held off
     adapter.capture_abort()  # the graph's capture_end raises; the hold-off still ends
@@ -85,8 +90,8 @@ def test_hold_off_is_reentrant_and_restores_prior_gc_state():
     module = types.SimpleNamespace(empty_cache=lambda: "real")
     gc.disable()
     try:
-        HOLD_OFF.enter(module)
-        HOLD_OFF.enter(module)
+        HOLD_OFF.enter([module])
+        HOLD_OFF.enter([module])
         HOLD_OFF.exit()
         assert module.empty_cache() is None  # still inside the outer capture
         HOLD_OFF.exit()
@@ -117,3 +122,225 @@ def test_device_kinds_unavailable_for_cpu_inputs(kind):
     chosen, reason = choose_kind(kind, torch.device("cpu"))
     assert chosen is None and "CPU" in reason
     assert choose_kind("emulated", torch.device("cpu"))[0] == "emulated"
+
+
+class FakeAllocator:
+    """The allocator state a CUDA capture touches, as CUDACachingAllocator and the host
+    allocator keep it: pools with use counts, and the pools allocations are routed to.
+    ``ends_routing_on_failure`` is torch with pytorch#180395 (2.12+)."""
+
+    def __init__(self, ends_routing_on_failure=True):
+        self.ends_routing_on_failure = ends_routing_on_failure
+        self.use_count = {}
+        self.routing = []
+        self.handles = 0
+
+    def graph_pool_handle(self):
+        self.handles += 1
+        return (0, self.handles)
+
+    def begin(self, pool):
+        if pool in self.routing:
+            raise RuntimeError("beginAllocateToPool: already recording to mempool_id")
+        if self.use_count.get(pool, 1) == 0:
+            raise RuntimeError("use_count > 0 INTERNAL ASSERT FAILED")
+        self.use_count[pool] = self.use_count.get(pool, 0) + 1
+        self.routing.append(pool)
+
+
+class FakeCudaGraph:
+    """torch.cuda.CUDAGraph's capture protocol over a FakeAllocator, with CUDAGraph.cpp's
+    order: routing begins before the stream capture, a failed capture_end reports after (or,
+    without the fix, before) ending it, pool() needs a finished capture."""
+
+    def __init__(self, graphs):
+        self.graphs = graphs
+        self.allocator = graphs.allocator
+        self.pool_id = None
+        self.captured = False
+        self.invalid = False
+        self.holder = graphs.next_is_holder  # the graph that keeps a new pool alive
+        graphs.next_is_holder = False
+        graphs.made.append(self)
+
+    def capture_begin(self, pool=None, capture_error_mode="global"):
+        self.graphs.calls.append(("capture_begin", pool, capture_error_mode, gc.isenabled()))
+        self.pool_id = pool
+        self.allocator.begin(pool)
+        self.graphs.capturing = self
+        if self.graphs.fail_begin and not self.holder:
+            raise RuntimeError("cudaStreamBeginCapture: operation not permitted")
+
+    def capture_end(self):
+        self.graphs.capturing = None
+        if self.invalid or (self.graphs.fail_end and not self.holder):
+            if self.allocator.ends_routing_on_failure:
+                self.allocator.routing.remove(self.pool_id)
+            raise RuntimeError("operation failed due to a previous error during capture")
+        self.allocator.routing.remove(self.pool_id)
+        self.captured = True
+
+    def pool(self):
+        if not self.captured:
+            raise RuntimeError("Called CUDAGraph::pool() without a preceding successful capture.")
+        return self.pool_id
+
+    def replay(self):
+        pass
+
+    def reset(self):
+        if self.captured:
+            self.allocator.use_count[self.pool_id] -= 1
+            self.captured = False
+
+
+class FakeCudaGraphs(FrameworkGraphs):
+    """The CUDA factory with the framework calls replaced by the fakes."""
+
+    def __init__(self, allocator=None, kind="cuda"):
+        super().__init__(kind)
+        self.allocator = allocator or FakeAllocator()
+        self.module = types.SimpleNamespace(empty_cache=lambda: "real")
+        self.made, self.calls = [], []
+        self.capturing = None
+        self.fail_begin = self.fail_end = False
+        self.next_is_holder = False
+
+    def _new_graph(self, device, pool):
+        return FakeCudaGraph(self), {"pool": pool, "capture_error_mode": "thread_local"}
+
+    def _new_pool_handle(self):
+        self.next_is_holder = True
+        return super()._new_pool_handle()
+
+    def _module(self):
+        return self.allocator
+
+    def _spellings(self):
+        return [self.module]
+
+    def _reserved_bytes(self, device):
+        return None
+
+    def is_capturing(self, device):
+        return False
+
+
+def entry_pools(graphs):
+    """The pool each entry capture (not a pool holder's) was given, in order."""
+    return [g.pool_id for g in graphs.made if not g.holder]
+
+
+def test_every_capture_gets_the_held_pool_and_it_outlives_its_graphs():
+    graphs = FakeCudaGraphs()
+    runner = _C.GraphRunner(lambda x: (x + 1,), [False], _C.PyGraphFactory(graphs), max_entries=1)
+    for n in (3, 4, 5):  # each new signature evicts the previous entry: its graph is reset
+        x = torch.randn(n)
+        assert torch.equal(runner(x)[0], x + 1)
+    runner.clear()  # as graphdispatch.reset() does: every entry's graph reset
+    pool = graphs.allocator.handles
+    assert [c[1] for c in graphs.calls] == [(0, 1)] * 4  # the holder, then three entries
+    assert graphs.allocator.use_count == {(0, pool): 1}  # the holder's use keeps it alive
+    x = torch.randn(6)
+    assert torch.equal(runner(x)[0], x + 1)  # no use_count assert: the pool is alive
+    assert graphdispatch.stats()["captures"] == 4 and graphs.allocator.routing == []
+
+
+@pytest.mark.parametrize("fixed_torch", [True, False])
+def test_invalidated_capture_ends_routing_and_retires_the_pool(fixed_torch):
+    graphs = FakeCudaGraphs(FakeAllocator(ends_routing_on_failure=fixed_torch))
+
+    def fn(x):
+        if graphs.capturing is not None and x.shape[0] == 3:
+            graphs.capturing.invalid = True  # as a device-to-host copy invalidates a capture
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return (x * 2,)
+
+    runner = _C.GraphRunner(fn, [False], _C.PyGraphFactory(graphs), warmup_iters=0)
+    x = torch.randn(3)
+    assert torch.equal(runner(x)[0], x * 2)  # served without a graph
+    assert graphdispatch.stats()["fallbacks"] == {"capture_failed": 1}
+    assert gc.isenabled() and graphs.module.empty_cache() == "real"
+    # With the fix the allocator routes nowhere; without it only private functions could end
+    # the routing, which are not called: the failed pool is left, never captured into again.
+    assert graphs.allocator.routing == ([] if fixed_torch else [(0, 1)])
+    assert graphs.allocator.use_count[(0, 1)] == 1  # the holder was reset: only the failed capture's use
+    y = torch.randn(4)
+    assert torch.equal(runner(y)[0], y * 2)
+    assert entry_pools(graphs) == [(0, 1), (0, 2)]  # the next capture got a new, held pool
+    assert graphdispatch.stats()["captures"] == 1
+
+
+def test_failure_in_capture_begin_or_end_retires_the_pool_and_restores():
+    graphs = FakeCudaGraphs()
+    runner = _C.GraphRunner(lambda x: (x - 1,), [False], _C.PyGraphFactory(graphs), warmup_iters=0)
+    graphs.fail_begin = True  # after routing began, as CUDAGraph::capture_begin orders it
+    x = torch.randn(2)
+    assert torch.equal(runner(x)[0], x - 1)
+    graphs.fail_begin, graphs.fail_end = False, True  # e.g. instantiation failing
+    y = torch.randn(3)
+    assert torch.equal(runner(y)[0], y - 1)
+    assert graphdispatch.stats()["fallbacks"] == {"capture_failed": 2}
+    assert gc.isenabled() and graphs.module.empty_cache() == "real"
+    graphs.fail_end = False
+    z = torch.randn(4)
+    assert torch.equal(runner(z)[0], z - 1)
+    assert entry_pools(graphs) == [(0, 1), (0, 2), (0, 3)]  # a new pool after each failure
+    assert graphdispatch.stats()["captures"] == 1
+
+
+def test_model_error_during_capture_keeps_the_pool():
+    graphs = FakeCudaGraphs()
+
+    def fn(x):
+        if graphs.capturing is not None and x.shape[0] == 2:
+            raise ValueError("bad model")  # a Python error: the stream capture stays valid
+        return (x + 3,)
+
+    runner = _C.GraphRunner(fn, [False], _C.PyGraphFactory(graphs), warmup_iters=0)
+    for n in (2, 5):
+        x = torch.randn(n)
+        assert torch.equal(runner(x)[0], x + 3)
+    assert graphs.allocator.routing == []  # capture_end ended the interrupted capture
+    assert entry_pools(graphs) == [(0, 1), (0, 1)]  # no failure of the pool: kept
+    assert graphdispatch.stats()["captures"] == 1
+
+
+def test_npu_captures_in_thread_local_mode_into_a_held_pool(monkeypatch):
+    allocator = FakeAllocator()
+
+    class FakeNpuGraphs(FakeCudaGraphs):  # FrameworkGraphs' own NPU branch, over a fake torch.npu
+        _new_graph = FrameworkGraphs._new_graph
+        _module = FrameworkGraphs._module
+
+    graphs = FakeNpuGraphs(allocator, kind="npu")
+    npu = types.SimpleNamespace(NPUGraph=lambda: FakeCudaGraph(graphs),
+                                graph_pool_handle=allocator.graph_pool_handle)
+    monkeypatch.setattr(torch, "npu", npu, raising=False)
+    runner = _C.GraphRunner(lambda x: (x * 5,), [False], _C.PyGraphFactory(graphs))
+    x = torch.randn(3)
+    assert torch.equal(runner(x)[0], x * 5)
+    assert [c[1:3] for c in graphs.calls] == [((0, 1), "thread_local")] * 2  # holder, entry
+
+
+def test_hold_off_covers_every_public_empty_cache():
+    spellings = [(torch.cuda, "empty_cache"), (torch.cuda.memory, "empty_cache"),
+                 (torch.accelerator, "empty_cache"), (torch.accelerator.memory, "empty_cache")]
+    originals = [getattr(ns, name) for ns, name in spellings]
+    HOLD_OFF.enter(FrameworkGraphs("cuda")._spellings())
+    try:
+        assert all(getattr(ns, name) is device_graphs._no_empty_cache for ns, name in spellings)
+    finally:
+        HOLD_OFF.exit()
+    assert [getattr(ns, name) for ns, name in spellings] == originals
+
+
+def test_warmup_iters_zero_on_a_device_warns_once(caplog, monkeypatch):
+    monkeypatch.setattr(device_graphs, "_NO_WARMUP_WARNED", set())
+    with caplog.at_level(logging.WARNING, logger="graphdispatch"):
+        warn_without_warmup("cuda", 1)
+        warn_without_warmup("emulated", 0)
+        warn_without_warmup("cuda", 0)
+        warn_without_warmup("cuda", 0)
+    assert [r.getMessage().split(":")[1].strip() for r in caplog.records] == [
+        "warmup_iters=0 with cuda graphs"]

@@ -68,7 +68,7 @@ class StaleGraphs:
             def replay(self): pass
             def reset(self): pass
 
-        return _FrameworkGraph(Stale(), {}, None, lambda g: None, lambda g: None)
+        return _FrameworkGraph(Stale(), {}, [], lambda: None)
 
     def is_capturing(self, device):
         return False
@@ -169,8 +169,7 @@ class PoolGraphs(StaleGraphs):
             def replay(self): pass
             def reset(self): pass
 
-        return _FrameworkGraph(Recording(), {}, None, lambda g: None, lambda g: None,
-                               reserved=lambda: self.reserved)
+        return _FrameworkGraph(Recording(), {}, [], lambda: None, reserved=lambda: self.reserved)
 
 
 def test_entry_bytes_count_buffers_and_outputs():

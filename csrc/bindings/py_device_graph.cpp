@@ -84,6 +84,37 @@ void init_device_graphs(py::module_& m) {
   py::class_<PyGraphFactory, DeviceGraphFactory, std::shared_ptr<PyGraphFactory>>(
       m, "PyGraphFactory")
       .def(py::init<py::object>(), py::arg("adapters"));
+  m.def(
+      "set_stream_maker",
+      [](const std::string& device_type, py::object maker) {
+        auto held = std::make_shared<GilHeld>(std::move(maker));
+        CopyPipeline::set_stream_maker(
+            c10::Device(device_type).type(),
+            [held](c10::Device device) -> std::optional<c10::StreamId> {
+              py::gil_scoped_acquire gil;
+              py::object id = held->get()(device_string(device));
+              if (id.is_none()) return std::nullopt;
+              return id.cast<c10::StreamId>();
+            });
+      },
+      py::arg("device_type"), py::arg("maker"),
+      "Pipelines of device_type made from now on get their streams from maker(device: str), "
+      "which returns a stream id no one else holds, or None for c10's stream pool (case G8).");
+  m.def(
+      "pipeline_streams",
+      [](const std::string& device) {
+        std::vector<c10::StreamId> ids;
+        {
+          py::gil_scoped_release release;  // making the pipeline may call the stream maker
+          for (const auto& stream : CopyPipeline::for_device(c10::Device(device)).streams()) {
+            ids.push_back(stream.id());
+          }
+        }
+        return ids;
+      },
+      py::arg("device"),
+      "Stream ids of the copy, warmup and capture streams of device's pipeline (made on first "
+      "use); empty for a device without streams.");
 }
 
 }  // namespace graphdispatch::bindings

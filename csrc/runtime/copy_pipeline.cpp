@@ -14,6 +14,7 @@ namespace {
 struct Registry {
   std::mutex mutex;
   std::unordered_map<c10::Device, CopyPipeline*> pipelines;  // entries are never destroyed
+  std::unordered_map<c10::DeviceType, StreamMaker> makers;
 };
 
 Registry* registry = new Registry();
@@ -55,12 +56,19 @@ void copy_synchronously(const std::vector<at::Tensor>& dst, const std::vector<at
 
 }  // namespace
 
-CopyPipeline::CopyPipeline(c10::Device device) : device_(device) {
+CopyPipeline::CopyPipeline(c10::Device device, const StreamMaker& maker) : device_(device) {
   if (device.is_cpu()) return;
   c10::impl::VirtualGuardImpl impl(device.type());
-  // Streams of our own: a pool stream could also be a user's torch.cuda.Stream(), whose eager
-  // work would then be recorded into our graphs. Backends without new streams share the pool.
+  // Streams no one else holds (case G8): a pool stream can also be a user's
+  // torch.cuda.Stream(), whose eager work would then be recorded into our graphs or run on
+  // our workspaces. Device types without a maker share c10's pool (getNewStream is the pool
+  // on CUDA, c10/cuda/impl/CUDAGuardImpl.h).
   auto own_stream = [&] {
+    if (maker) {
+      if (auto id = maker(device)) {
+        return c10::Stream::unpack3(*id, device.index(), device.type());
+      }
+    }
     try {
       return impl.getNewStream(device);
     } catch (const c10::Error&) {
@@ -68,16 +76,34 @@ CopyPipeline::CopyPipeline(c10::Device device) : device_(device) {
     }
   };
   copy_stream_ = own_stream();
+  warmup_stream_ = own_stream();
   capture_stream_ = own_stream();
   before_copy_.emplace(device.type());
   after_copy_.emplace(device.type());
 }
 
 CopyPipeline& CopyPipeline::for_device(c10::Device device) {
-  std::lock_guard<std::mutex> lock(registry->mutex);
+  std::unique_lock<std::mutex> lock(registry->mutex);
+  if (auto it = registry->pipelines.find(device); it != registry->pipelines.end()) {
+    return *it->second;
+  }
+  const StreamMaker maker = registry->makers[device.type()];
+  lock.unlock();  // the maker may call Python: no lock of ours is held while it waits for the GIL
+  auto made = std::unique_ptr<CopyPipeline>(new CopyPipeline(device, maker));
+  lock.lock();
   auto& slot = registry->pipelines[device];
-  if (slot == nullptr) slot = new CopyPipeline(device);
+  if (slot == nullptr) slot = made.release();  // else another thread's won; ours is dropped
   return *slot;
+}
+
+void CopyPipeline::set_stream_maker(c10::DeviceType type, StreamMaker maker) {
+  std::lock_guard<std::mutex> lock(registry->mutex);
+  registry->makers[type] = std::move(maker);
+}
+
+std::vector<c10::Stream> CopyPipeline::streams() const {
+  if (!has_streams()) return {};
+  return {*copy_stream_, *warmup_stream_, *capture_stream_};
 }
 
 void CopyPipeline::reset_after_fork() {
@@ -120,23 +146,49 @@ void CopyPipeline::copy(const std::vector<at::Tensor>& dst, const std::vector<at
   after_copy_->block(current);
 }
 
-CaptureStreamScope::CaptureStreamScope(CopyPipeline& pipeline) : pipeline_(pipeline) {
-  if (!pipeline.has_streams()) return;
-  const auto capture = *pipeline.capture_stream();
-  caller_ = c10::impl::VirtualGuardImpl(capture.device_type()).getStream(capture.device());
-  pipeline.order(*caller_, capture);
-  guard_.emplace(capture);
+SideStreamScope::SideStreamScope(CopyPipeline& pipeline, std::optional<c10::Stream> stream)
+    : pipeline_(pipeline), stream_(stream) {
+  if (!stream_) return;
+  caller_ = c10::impl::VirtualGuardImpl(stream_->device_type()).getStream(stream_->device());
+  pipeline.order(*caller_, *stream_);
+  guard_.emplace(*stream_);
 }
 
-CaptureStreamScope::~CaptureStreamScope() {
+SideStreamScope::~SideStreamScope() {
   if (!caller_) return;
   guard_.reset();
   try {
-    pipeline_.order(*pipeline_.capture_stream(), *caller_);
+    pipeline_.order(*stream_, *caller_);
   } catch (const c10::Error&) {
     // Only after a failed capture poisoned the device; the capture's own error is the one
     // the caller sees.
   }
+}
+
+CallOrder::CallOrder(c10::Device device) : device_(device) {
+  if (device.is_cpu()) return;
+  done_.emplace(device.type());
+  home_ = current();
+}
+
+std::optional<c10::Stream> CallOrder::current() const {
+  if (!done_) return std::nullopt;
+  return c10::impl::VirtualGuardImpl(device_.type()).getStream(device_);
+}
+
+void CallOrder::begin() const {
+  if (!last_) return;
+  if (const auto stream = current(); *stream != *last_) done_->block(*stream);
+}
+
+void CallOrder::end() {
+  if (!done_) return;
+  last_ = current();
+  done_->record(*last_);
+}
+
+void CallOrder::release() const {
+  if (last_ && *home_ != *last_) done_->block(*home_);
 }
 
 }  // namespace graphdispatch

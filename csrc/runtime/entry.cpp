@@ -113,6 +113,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   e->captures_ = 1;
   e->device_ = device_of(inputs);
   e->pipeline_ = &CopyPipeline::for_device(e->device_);
+  e->order_.emplace(e->device_);  // on the stream the buffers are allocated on
   e->static_inputs_.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
@@ -134,18 +135,21 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   }
 
   e->fill_buffers(inputs);
-  // One capture per device at a time (Note on CopyPipeline::capture_mutex); the stream scope
-  // orders the capture stream against the caller's on entry and on every exit.
+  // One capture per device at a time (Note on CopyPipeline::capture_mutex); the stream scopes
+  // order the warmup and capture streams against the caller's on entry and on every exit.
   std::lock_guard<std::mutex> device_lock(e->pipeline_->capture_mutex());
-  CaptureStreamScope on_capture_stream(*e->pipeline_);
-
   RngStateGuard rng(e->device_);
-  for (std::int64_t i = 0; i < options.warmup_iters; ++i) {
-    e->fill_buffers(inputs);
-    e->run_on_buffers(fn);
+  {
+    // Never on the capture stream (Note [Workspaces]).
+    SideStreamScope on_warmup_stream(*e->pipeline_, e->pipeline_->warmup_stream());
+    for (std::int64_t i = 0; i < options.warmup_iters; ++i) {
+      e->fill_buffers(inputs);
+      e->run_on_buffers(fn);
+    }
   }
   rng.restore();
 
+  SideStreamScope on_capture_stream(*e->pipeline_, e->pipeline_->capture_stream());
   e->fill_buffers(inputs);
   auto graph = graphs.create(e->device_);
   Entry* raw = e.get();  // the graph, and so the closure, never outlives the entry
@@ -181,6 +185,7 @@ std::int64_t Entry::count_bytes() const {
 
 Entry::~Entry() {
   if (!graph_) return;
+  order_->release();
   try {
     graph_->reset();
   } catch (const std::exception&) {
@@ -263,6 +268,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
               static_inputs_.size(), " inputs, got ", inputs.size());
   auto& stats = Stats::get();
   std::lock_guard<std::mutex> lock(mutex_);
+  order_->begin();
   std::vector<at::Tensor> dst, src;
   std::int64_t bytes = 0, skipped = 0;
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
@@ -304,6 +310,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
       outputs.push_back(v);
     }
   }
+  order_->end();  // after the clones: they read the static outputs the next replay writes
   return outputs;
 }
 

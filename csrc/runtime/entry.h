@@ -150,6 +150,7 @@ class Entry final {
   std::vector<std::optional<InputView>> output_views_;
   std::unique_ptr<DeviceGraph> graph_;
   CopyPipeline* pipeline_ = nullptr;  // not owned: pipelines live for the whole process
+  std::optional<CallOrder> order_;  // the device order of calls on the buffers (case G4)
   std::string reason_;
   std::string detail_;
   std::string signature_;

@@ -35,7 +35,7 @@ import torch
 
 from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
-from .device_graphs import choose_kind, make_factory
+from .device_graphs import choose_kind, make_factory, warn_without_warmup
 from .graph_analysis import flat_output, graph_refusal, is_static_input, mutated_inputs
 
 log = logging.getLogger("graphdispatch")
@@ -236,6 +236,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
         verify_rtol=0.0 if exact else options["verify_rtol"],
         verify_atol=0.0 if exact else options["verify_atol"])
+    warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
     record.runner, record.is_static, record.mutated = runner, is_static, mutated
     # Dynamo compiles with inference mode off even when the call runs in it; the cache key
