@@ -141,3 +141,14 @@ def test_pipelines_replay_with_zero_fallbacks_and_the_doc_shows_real_output(key)
     match = DOC_BLOCK.search(DOC.read_text())
     assert match is not None, "docs/diagnosing.md lost its <!-- explain sd3 --> block"
     assert match.group(2) == text + "\n", "docs/diagnosing.md differs from explain's output"
+
+
+def test_aliased_inputs_name_the_later_input():
+    base = torch.randn(8)
+    with torch.no_grad():
+        report = graphdispatch.explain(lambda a, b: a * 2 + b, base[:6], base[2:])
+    (graph,) = report.graphs
+    (fallback,) = graph["fallbacks"]
+    assert fallback["reason"] == "aliased_inputs" and fallback["position"] == 1
+    assert fallback["detail"] == "input 1: [6]/float32 strides (1) overlaps input 0 in memory"
+    assert report.stats["fallbacks"] == {"aliased_inputs": 1}

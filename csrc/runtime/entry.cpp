@@ -61,8 +61,13 @@ c10::Device device_of(const std::vector<c10::IValue>& inputs) {
   return c10::kCPU;
 }
 
-Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, bool has_aliasing) {
-  if (has_aliasing) return {"aliased_inputs", "two dynamic inputs share storage"};
+Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, const Signature& sig) {
+  if (sig.has_aliasing()) {
+    const auto [first, second] = sig.aliased();
+    const auto& later = inputs[static_cast<std::size_t>(second)].toTensor();
+    return {"aliased_inputs", "input " + std::to_string(second) + ": " + describe_layout(later) +
+                                  " overlaps input " + std::to_string(first) + " in memory"};
+  }
   const c10::Device device = device_of(inputs);
   const bool grad = at::GradMode::is_enabled();
   for (std::size_t i = 0; i < inputs.size(); ++i) {

@@ -72,10 +72,11 @@ class Entry final {
     /// "" when the call can be captured. Self-overlapping inputs are not refused: a buffer with
     /// the same strides overlaps the same way, so a copy writes each location one value.
     std::string reason;
-    /// "input 3: [2, 4]/float32 strides (1, 0)" (or "inputs 1 and 2 share storage").
+    /// "input 3: [2, 4]/float32 strides (1, 0)", or for aliasing "input 2: [4]/float32
+    /// strides (1) overlaps input 1 in memory" (the later of the two).
     std::string detail;
   };
-  static Refusal refusal(const std::vector<c10::IValue>& inputs, bool has_aliasing);
+  static Refusal refusal(const std::vector<c10::IValue>& inputs, const Signature& sig);
 
   Entry(const Entry&) = delete;
   Entry& operator=(const Entry&) = delete;

@@ -85,7 +85,7 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
   if (auto found = lookup(sig); found && found != stale) return found;
 
   std::shared_ptr<Entry> entry;
-  auto refusal = Entry::refusal(inputs, sig.has_aliasing());
+  auto refusal = Entry::refusal(inputs, sig);
   if (!refusal.reason.empty()) {
     entry = Entry::negative(std::move(refusal.reason), std::move(refusal.detail),
                             describe_signature(inputs, is_static_));
@@ -151,9 +151,6 @@ std::string advice(const std::string& reason) {
   }
   if (reason == "explicit_generator") return "draw random numbers with the global generator";
   if (reason == "unsupported_tensor") return "pass plain tensors, not tensor subclasses";
-  if (reason == "verify_mismatch") {
-    return "the graph does not compute what eager does: report it with the warning's signature";
-  }
   return "see graphdispatch.stats()['fallbacks']";
 }
 

@@ -136,6 +136,7 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
     const Span* reach = &spans[0];  // the span reaching furthest so far
     for (std::size_t k = 1; k < spans.size(); ++k) {
       if (spans[k].begin < reach->end) {
+        if (!sig.has_aliasing_) sig.aliased_ = {reach->position, spans[k].position};
         sig.has_aliasing_ = true;
         w.push_back(kAlias);
         w.push_back(reach->position);

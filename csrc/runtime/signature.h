@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace graphdispatch {
@@ -40,6 +41,9 @@ class Signature final {
   /// True when the bytes of two dynamic inputs overlap: such calls are served by the fallback
   /// path.
   bool has_aliasing() const { return has_aliasing_; }
+  /// (earlier, later) positions of the first two overlapping dynamic inputs found, when
+  /// has_aliasing().
+  std::pair<std::int64_t, std::int64_t> aliased() const { return aliased_; }
 
   struct Hasher {
     std::size_t operator()(const Signature& s) const { return s.hash_; }
@@ -49,6 +53,7 @@ class Signature final {
   std::vector<std::int64_t> words_;
   std::size_t hash_ = 0;
   bool has_aliasing_ = false;
+  std::pair<std::int64_t, std::int64_t> aliased_{-1, -1};
 };
 
 /// "[2, 3]/float32" — the form the mismatch message uses.
