@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# On a machine with a GPU, PyTorch, CMake and nvcc (no network): builds the extension in place
-# against that machine's torch, runs the device-marked tests and the demo, and writes logs
-# under $OUT (default ./out), and the pipeline bench beside cudagraph trees. Budget: under 8 minutes.
-# Packages missing there (diffusers, transformers) can travel as wheels in .whl/ (see docs); without them
-# the diffusers tests skip and the demo is not run.
+# On a machine with a GPU, PyTorch, CMake, ninja and scikit-build-core (no network): builds the
+# extension against that machine's torch, runs the device-marked tests and the demo, and writes
+# logs under $OUT (default ./out), and the pipeline bench beside cudagraph trees. Budget: under
+# 8 minutes. Packages missing there (diffusers, transformers) can travel as wheels in .whl/ (see
+# docs); without them the diffusers tests skip and the demo is not run.
+#
+# The install goes into a venv that sees the system's packages (--system-site-packages: its
+# torch, scikit-build-core, pybind11), made without pip (--without-pip: no ensurepip needed) and
+# driven by the system's pip, which allows installing into a venv where PEP 668 refuses the
+# system Python. No CUDA toolkit is needed, of any version: CMakeLists.txt builds against
+# torch's headers and CPU libraries, not through find_package(Torch) (case G7).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-PY=${PYTHON:-python3}
+SYSTEM_PY=${PYTHON:-python3}
+VENV=${GD_VENV:-/tmp/gd-venv}
 status=0
+
+"$SYSTEM_PY" -m venv --system-site-packages --without-pip "$VENV" \
+  || { echo "cannot make a venv with $SYSTEM_PY"; exit 1; }
+PY=$VENV/bin/python
+"$PY" -c "import sysconfig, os, sys; h = os.path.join(sysconfig.get_paths()['include'], 'Python.h');
+sys.exit(0 if os.path.exists(h) else f'no Python headers ({h}): install python{sys.version_info[0]}.{sys.version_info[1]}-dev')" \
+  || exit 1
 
 if [ -d .whl ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/gd-site .whl/*.whl \
@@ -22,9 +36,12 @@ fi
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
-echo "== build (pip install --no-build-isolation -e .)"
-timeout 300 "$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 \
+echo "== build (pip install --no-index --no-build-isolation -e . into $VENV)"
+start=$SECONDS
+CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 300 "$PY" -m pip install -q --no-index \
+  --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 \
   || { echo "build failed"; tail -40 "$OUT/build.log"; exit 1; }
+echo "built in $((SECONDS - start)) s" | tee -a "$OUT/build.log"
 
 echo "== device tests"
 timeout 240 "$PY" -m pytest -q -m device -p no:cacheprovider tests 2>&1 | tee "$OUT/device-tests.log" | tail -25
