@@ -17,6 +17,8 @@ mkdir -p "$OUT"
 SYSTEM_PY=${PYTHON:-python3}
 VENV=${GD_VENV:-/tmp/gd-venv}
 status=0
+# Every step gets at most its own cap and what is left of the 8 minutes (480 s).
+limit() { local left=$((470 - SECONDS)); echo $(( left < $1 ? (left > 0 ? left : 1) : $1 )); }
 
 "$SYSTEM_PY" -m venv --system-site-packages --without-pip "$VENV" \
   || { echo "cannot make a venv with $SYSTEM_PY"; exit 1; }
@@ -38,21 +40,21 @@ cat "$OUT/env.txt"
 
 echo "== build (pip install --no-index --no-build-isolation -e . into $VENV)"
 start=$SECONDS
-CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 300 "$PY" -m pip install -q --no-index \
+CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout "$(limit 300)" "$PY" -m pip install -q --no-index \
   --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 \
   || { echo "build failed"; tail -40 "$OUT/build.log"; exit 1; }
 echo "built in $((SECONDS - start)) s" | tee -a "$OUT/build.log"
 
 echo "== device tests"
-timeout 240 "$PY" -m pytest -q -m device -p no:cacheprovider tests 2>&1 | tee "$OUT/device-tests.log" | tail -25
+timeout "$(limit 240)" "$PY" -m pytest -q -m device -p no:cacheprovider tests 2>&1 | tee "$OUT/device-tests.log" | tail -25
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 if "$PY" -c "import diffusers, transformers" 2>/dev/null; then
   echo "== demo"
-  timeout 180 "$PY" -m graphdispatch.demo 2>&1 | tee "$OUT/demo.log" | tail -20
+  timeout "$(limit 180)" "$PY" -m graphdispatch.demo 2>&1 | tee "$OUT/demo.log" | tail -20
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "== pipeline bench (eager, default, graph routes, reduce-overhead)"
-  timeout 240 "$PY" bench/pipelines.py --device cuda --steps 20 2> "$OUT/pipelines.err" \
+  timeout "$(limit 240)" "$PY" bench/pipelines.py --device cuda --steps 20 2> "$OUT/pipelines.err" \
     | tee "$OUT/pipelines.md"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 else
