@@ -83,7 +83,7 @@ def test_a_graph_refused_as_a_whole_and_the_options_given():
                                        options={"lazy_capture": True})
     (graph,) = report.graphs
     assert graph["fallbacks"][0]["reason"] == "data_dependent" and graph["fallbacks"][0]["scope"] == "graph"
-    assert graph["entries"] == []
+    assert graph["entries"] == [] and [i["kind"] for i in graph["inputs"]] == ["uncaptured"]
     assert report.options == {"graph_only": True, "device_graph": "emulated", "lazy_capture": True}
 
 

@@ -138,6 +138,38 @@ def test_verified_replays_through_torch_compile_match_eager_and_random_ops_agree
     assert stats["fallbacks"] == {}
 
 
+_JITTER = {"calls": 0}
+
+
+@torch.library.custom_op("graphdispatch_test::jitter", mutates_args=())
+def jitter(x: torch.Tensor) -> torch.Tensor:
+    """x plus 1e-6 on every other call: a kernel whose low bits vary from run to run."""
+    _JITTER["calls"] += 1
+    return x + 1e-6 * (_JITTER["calls"] % 2)
+
+
+@jitter.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@pytest.mark.parametrize("route, fallbacks", [("graph_only", {"verify_mismatch": 3}),
+                                              ("graph_with_compile", {})])
+def test_graph_only_compares_exactly_and_graph_with_compile_within_tolerances(monkeypatch, route, fallbacks):
+    from graphdispatch import backend
+
+    # Inductor replaced by the FX graph itself: the tolerances are checked here, not Inductor.
+    monkeypatch.setattr(backend, "_inductor", lambda gm, example_inputs, cudagraphs: gm.forward)
+    G = torch.compile(lambda x: jitter(x * 2), backend="graphdispatch",
+                      options={route: True, "device_graph": "emulated", "verify_replays": 2})
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.ones(4)
+            torch.testing.assert_close(G(x), x * 2, rtol=0, atol=1e-5)
+    # graph_only: the first replay differs by 1e-6 and disables the entry, the rest fall back.
+    assert graphdispatch.stats()["fallbacks"] == fallbacks
+
+
 def test_verify_options_are_checked():
     with pytest.raises(ValueError, match="'verify_replays': expected an int in \\[0, 2\\*\\*63 - 1\\]"):
         graphdispatch.check_options(verify_replays=-1)

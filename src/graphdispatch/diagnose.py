@@ -104,12 +104,15 @@ def _inputs_table(inputs: list[dict[str, Any]]) -> list[str]:
 def _describe_input(position: int, value: Any, record: Any) -> dict[str, Any]:
     if not isinstance(value, torch.Tensor):
         return {"position": position, "kind": "constant", "description": repr(value)}
-    static = bool(record.is_static) and record.is_static[position]
+    if record.runner is None:
+        kind = "uncaptured"  # the default route, or a graph refused as a whole: never copied
+    else:
+        kind = "static" if record.is_static[position] else "dynamic"
     return {
         "position": position,
         # static: read in place, never copied; dynamic: copied into the entry's buffer (the copy
         # is skipped when the caller passes that buffer); constant: its value is in the key.
-        "kind": "static" if static else "dynamic",
+        "kind": kind,
         "written": position in record.mutated,
         "shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
         "strides": list(value.stride()),
