@@ -178,6 +178,13 @@ def test_verify_options_are_checked():
     with pytest.raises(TypeError, match="'verify_atol': expected float, got str"):
         graphdispatch.check_options(verify_atol="0")
     assert graphdispatch.check_options(verify_atol=0)["verify_atol"] == 0.0
+    from graphdispatch import config
+
+    assert {n for n, kind in config._TYPES.items() if kind is float} == set(config._FLOAT_RANGES)
+    assert config._parse_env("verify_rtol", " 1e-3 ") == 1e-3
+    for text in ("1_0", "nan", "inf", "0x1", "١"):
+        with pytest.raises(ValueError, match="expected a decimal number"):
+            config._parse_env("verify_atol", text)
 
 
 # ---- memory budget --------------------------------------------------------------------------
