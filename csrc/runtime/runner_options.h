@@ -24,7 +24,8 @@ using LogSink = std::function<void(const std::string&)>;
 struct RunnerOptions final {
   /// Return clones of the static outputs (a later replay cannot change what the caller holds).
   bool safe_output_mode = true;
-  /// Runs of the callable on the capture stream before capture (lazy workspaces, cuBLAS).
+  /// Runs of the callable on the warmup stream before capture (lazy library setup, cuBLAS
+  /// handles; Note [Workspaces]).
   std::int64_t warmup_iters = 1;
   /// Copy changed dynamic inputs on the copy stream, ordered by events.
   bool copy_stream = true;

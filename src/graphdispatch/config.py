@@ -49,8 +49,9 @@ eviction: str = "fifo"
 # Return clones of the graph's outputs. When False the caller gets the graph's static outputs,
 # valid only until the next replay of any graph sharing the pool.
 safe_output_mode: bool = True
-# Eager runs on the capture stream before capture, so lazily created library workspaces
-# (cuBLAS) live outside the graph pool.
+# Eager runs before capture, on a warmup stream apart from the capture stream, so lazy library
+# setup (cuBLAS handles) happens outside the capture (docs/usage.md, "Workspaces"); 0 warns once
+# on a device graph.
 warmup_iters: int = 1
 # Copy changed inputs on a dedicated stream ordered by events (no host synchronize).
 copy_stream: bool = True
