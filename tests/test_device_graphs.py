@@ -352,3 +352,15 @@ def test_warmup_iters_zero_on_a_device_warns_once(caplog, monkeypatch):
         warn_without_warmup("cuda", 0)
     assert [r.getMessage().split(":")[1].strip() for r in caplog.records] == [
         "warmup_iters=0 with cuda graphs"]
+
+
+def test_accelerator_graphs_pass_through_a_callers_capture(monkeypatch):
+    # torch.accelerator has no capture query; the device type's module has (case G8).
+    capturing = []
+    fake = types.SimpleNamespace(is_current_stream_capturing=lambda: bool(capturing),
+                                 current_device=lambda: 0)
+    monkeypatch.setattr(torch, "xpu", fake)
+    graphs = FrameworkGraphs("accelerator")
+    assert graphs.is_capturing("xpu:0") is False
+    capturing.append(1)
+    assert graphs.is_capturing("xpu:0") is True
