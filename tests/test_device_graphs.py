@@ -174,6 +174,9 @@ class FakeCudaGraph:
 
     def capture_end(self):
         self.graphs.capturing = None
+        if self.holder and self.graphs.refuse_empty:
+            self.allocator.routing.remove(self.pool_id)
+            raise RuntimeError("capture of an empty graph refused")
         if self.invalid or (self.graphs.fail_end and not self.holder):
             if self.allocator.ends_routing_on_failure:
                 self.allocator.routing.remove(self.pool_id)
@@ -204,7 +207,7 @@ class FakeCudaGraphs(FrameworkGraphs):
         self.module = types.SimpleNamespace(empty_cache=lambda: "real")
         self.made, self.calls = [], []
         self.capturing = None
-        self.fail_begin = self.fail_end = False
+        self.fail_begin = self.fail_end = self.refuse_empty = False
         self.next_is_holder = False
 
     def _new_graph(self, device, pool):
@@ -364,3 +367,15 @@ def test_accelerator_graphs_pass_through_a_callers_capture(monkeypatch):
     assert graphs.is_capturing("xpu:0") is False
     capturing.append(1)
     assert graphs.is_capturing("xpu:0") is True
+
+
+def test_a_framework_refusing_empty_graphs_still_captures(caplog):
+    graphs = FakeCudaGraphs()
+    graphs.refuse_empty = True
+    runner = _C.GraphRunner(lambda x: (x + 2,), [False], _C.PyGraphFactory(graphs))
+    with caplog.at_level(logging.WARNING, logger="graphdispatch"):
+        for n in (3, 4):
+            x = torch.randn(n)
+            assert torch.equal(runner(x)[0], x + 2)
+    assert "an empty graph cannot hold the pool" in caplog.text
+    assert entry_pools(graphs) == [(0, 1), (0, 1)] and graphdispatch.stats()["captures"] == 2

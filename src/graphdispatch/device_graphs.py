@@ -345,16 +345,24 @@ class FrameworkGraphs:
         with self._lock:
             held = self._pools.get(device)
         if held is None:
-            holder, kwargs = self._new_graph(device, self._new_pool_handle())
+            handle = self._new_pool_handle()
+            holder, kwargs = self._new_graph(device, handle)
             HOLD_OFF.enter(self._spellings())
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # "The CUDA Graph is empty"
                     holder.capture_begin(**kwargs)
                     holder.capture_end()
+                held = (holder.pool(), holder)
+            except Exception as error:
+                # CUDA captures empty graphs (cudagraph trees rely on it); a framework that
+                # refuses one still gets captures, into a pool its graphs alone keep alive.
+                log.warning("graphdispatch: %s graphs on %s: an empty graph cannot hold the "
+                            "pool (%s); the pool then lives only as long as its graphs",
+                            self.name, device, error)
+                held = (handle, None)
             finally:
                 HOLD_OFF.exit()
-            held = (holder.pool(), holder)
             with self._lock:
                 held = self._pools.setdefault(device, held)
         return held[0]
@@ -370,7 +378,7 @@ class FrameworkGraphs:
         """
         with self._lock:
             held = self._pools.pop(device, None)
-        if held is not None:
+        if held is not None and held[1] is not None:
             held[1].reset()  # its use of the pool; the pool goes with the last graph in it
         if self.name == "cuda" and torch.__version__ < "2.12":
             warnings.warn(
