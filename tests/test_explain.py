@@ -51,7 +51,8 @@ def test_names_the_graph_break_and_the_uncapturable_op():
     # Before the break: captured at compile time, replayed by the call.
     assert first["fallbacks"] == [] and [(e["captured"], e["captures"], e["replays"])
                                          for e in first["entries"]] == [(True, 1, 1)]
-    assert [i["kind"] for i in first["inputs"]] == ["dynamic", "dynamic"]
+    assert [(i["kind"], i["copy_bytes"]) for i in first["inputs"]] == [("dynamic", 4 * 8 * 4),
+                                                                        ("dynamic", 8 * 8 * 4)]
     # After it: the capture fails on host_sync, and the call ran without a graph.
     (fallback,) = second["fallbacks"]
     assert fallback["reason"] == "capture_failed" and fallback["scope"] == "signature"

@@ -10,6 +10,7 @@ runtime already decided: it reads their answers.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any, Callable
 
@@ -97,7 +98,8 @@ def _inputs_table(inputs: list[dict[str, Any]]) -> list[str]:
         if i["kind"] == "static":
             continue  # parameters and buffers: counted above, listed in to_dict()
         written = ", written" if i.get("written") else ""
-        lines.append(f"  {i['position']}: {i['kind']}{written} {i['description']}")
+        copied = f", copies {i['copy_bytes']} bytes a call" if i["kind"] == "dynamic" else ""
+        lines.append(f"  {i['position']}: {i['kind']}{written} {i['description']}{copied}")
     return lines
 
 
@@ -114,6 +116,10 @@ def _describe_input(position: int, value: Any, record: Any) -> dict[str, Any]:
         # is skipped when the caller passes that buffer); constant: its value is in the key.
         "kind": kind,
         "written": position in record.mutated,
+        # What a replay copies in unless the caller passes the entry's buffer: an expanded
+        # input only its unexpanded part (Note [Expanded tensors]).
+        "copy_bytes": value.element_size() * math.prod(
+            1 if stride == 0 else size for size, stride in zip(value.shape, value.stride())),
         "shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
         "strides": list(value.stride()),
         "description": f"{list(value.shape)}/{str(value.dtype).removeprefix('torch.')} "
