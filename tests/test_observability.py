@@ -32,14 +32,15 @@ def range_counts(prof) -> Counter:
 # ---- profiler ranges ------------------------------------------------------------------------
 
 def test_each_step_kind_is_a_named_profiler_range():
-    r = runner(mul_add, [False, False])
+    r = runner(mul_add, [False, False], verify_replays=1)
     a, b = torch.randn(4), torch.randn(4)
     with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        r(a, b)  # capture, then a replay that copies both inputs in
+        r(a, b)  # capture, then a verified replay that copies both inputs in
         r(*r.static_inputs(a, b))  # the entry's own buffers: a replay without copies
         r(a, a)  # aliased inputs: the fallback path
-    assert range_counts(prof) == {"graphdispatch::capture": 1, "graphdispatch::replay": 2,
-                                  "graphdispatch::copy_inputs": 1, "graphdispatch::fallback": 1}
+    assert range_counts(prof) == {"graphdispatch::capture": 1, "graphdispatch::verify": 1,
+                                  "graphdispatch::replay": 2, "graphdispatch::copy_inputs": 1,
+                                  "graphdispatch::fallback": 1}
 
 
 def test_a_graph_refused_as_a_whole_falls_back_inside_a_range():
