@@ -26,16 +26,29 @@ copied, 64 bytes each); "in place" passes the entry's buffers (``runner.static_i
 copies are skipped. Target (from the issue): at N = 64 the C++ overhead is at most a fifth of the
 Python one. Writes the section ``## Replay host overhead`` of bench/RESULTS.md (other sections
 are kept) unless ``--no-write``.
+
+    .venv/bin/python bench/overhead.py --baseline-extension OLD_C.so [--extension NEW_C.so]
+
+instead times the C++ runner's overhead with ``NEW_C.so`` (default: the installed extension)
+against ``OLD_C.so`` (e.g. the same commit built without its profiler ranges), profiler off.
+Each repeat runs one fresh child process per extension, alternating, each importing the same
+Python sources beside its extension (``python -S``: no editable-install hook picks the
+extension). Writes the section ``## Profiler ranges, profiler off`` unless ``--no-write``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
+import shutil
 import statistics
+import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -53,6 +66,7 @@ NUMEL = 16
 ALIGNMENT_BYTES = 16  # the C++ key's storage-offset alignment
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 SECTION = "## Replay host overhead"
+RANGES_SECTION = "## Profiler ranges, profiler off"
 
 
 class PythonReplay:
@@ -126,8 +140,9 @@ def per_call_us(fn: Callable, args: Sequence[Any], calls: int) -> float:
     return (time.thread_time_ns() - start) / calls / 1e3
 
 
-def measure(n: int, repeats: int, calls: int) -> dict[str, dict[str, float]]:
-    """{scenario: {direct, cpp, python: median µs per call}} for ``n`` inputs."""
+def measure(n: int, repeats: int, calls: int, python_impl: bool = True) -> dict[str, dict[str, float]]:
+    """{scenario: {direct, cpp, python: median µs per call}} for ``n`` inputs (without
+    ``python`` when not ``python_impl``)."""
     is_static = [i < n // 2 for i in range(n)]
     caller_args = [torch.nn.Parameter(torch.randn(NUMEL), requires_grad=False) if s
                    else torch.randn(NUMEL) for s in is_static]
@@ -144,6 +159,9 @@ def measure(n: int, repeats: int, calls: int) -> dict[str, dict[str, float]]:
                      "cpp": (runner, runner.static_inputs(*caller_args)),
                      "python": (python, python.static_inputs(*caller_args))},
     }
+    if not python_impl:
+        for impls in scenarios.values():
+            del impls["python"]
     out: dict[str, dict[str, float]] = {}
     for scenario, impls in scenarios.items():
         samples: dict[str, list[float]] = {name: [] for name in impls}
@@ -184,9 +202,58 @@ def report(results: dict[int, dict[str, dict[str, float]]], repeats: int, calls:
     return "\n".join(lines), met
 
 
-def write_section(body: str) -> None:
+def compare_extensions(current: Path, baseline: Path, repeats: int, calls: int) -> tuple[str, str]:
+    """(table, verdict): the C++ runner's overhead with extension ``current``, with ``baseline``
+    and with a second copy of ``baseline`` (the control: what two identical builds differ by
+    from process to process), medians over ``repeats`` rounds of one child process each,
+    in an order rotated every round."""
+    site_packages = sysconfig.get_paths()["purelib"]
+    builds = {"current": current, "baseline": baseline, "control": baseline}
+    overhead: dict[str, dict[tuple[str, int], list[float]]] = {name: {} for name in builds}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, extension in builds.items():
+            package = Path(tmp, name, "graphdispatch")
+            shutil.copytree(Path(graphdispatch.__file__).parent, package,
+                            ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+            shutil.copy(extension, package / Path(_C.__file__).name)
+        names = list(builds)
+        for r in range(repeats):
+            for name in names[r % 3:] + names[:r % 3]:
+                env = {**os.environ, "PYTHONPATH": f"{Path(tmp, name)}{os.pathsep}{site_packages}"}
+                child = subprocess.run(
+                    [sys.executable, "-S", __file__, "--child", "--calls", str(calls)],
+                    env=env, capture_output=True, text=True, check=True)
+                for n, by_scenario in json.loads(child.stdout).items():
+                    for scenario, r in by_scenario.items():
+                        overhead[name].setdefault((scenario, int(n)), []).append(r["cpp"] - r["direct"])
+    lines = [f"median of {repeats} child processes per extension x {calls} calls, µs of thread "
+             f"CPU time per call of C++ runner overhead (runner - direct)",
+             f"{'scenario':<9} {'N':>4} {'baseline':>9} {'control':>9} {'ranges':>9} "
+             f"{'control/base':>13} {'ranges/base':>12}"]
+    ratios, controls = [], []
+    for key in overhead["current"]:
+        old, same, new = (statistics.median(overhead[name][key])
+                          for name in ("baseline", "control", "current"))
+        ratios.append(new / old)
+        controls.append(same / old)
+        lines.append(f"{key[0]:<9} {key[1]:>4} {old:>9.2f} {same:>9.2f} {new:>9.2f} "
+                     f"{same / old:>13.3f} {new / old:>12.3f}")
+    lines.append(f"torch {torch.__version__}, Python {platform.python_version()}, "
+                 f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
+    # A build differs from another by more than process-to-process noise (code layout, too),
+    # so the claim is only that the ranges add nothing above the control's spread.
+    measurable = statistics.median(ratios) > max(controls)
+    verdict = (f"**{'A cost above the noise' if measurable else 'No cost above the noise'}. "
+               f"With the profiler off, the build with the ranges has {min(ratios):.2f}x to "
+               f"{max(ratios):.2f}x the baseline's per-call overhead (median {statistics.median(ratios):.2f}x); "
+               f"the control, the baseline itself in other processes, {min(controls):.2f}x to "
+               f"{max(controls):.2f}x (median {statistics.median(controls):.2f}x).**")
+    return "\n".join(lines), verdict
+
+
+def write_section(body: str, section: str = SECTION) -> None:
     text = RESULTS.read_text() if RESULTS.exists() else ""
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.M | re.S)
+    pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.M | re.S)
     if pattern.search(text):
         text = pattern.sub(lambda _: body, text, count=1)
     else:
@@ -199,9 +266,35 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md")
+    parser.add_argument("--baseline-extension", type=Path,
+                        help="compare the C++ runner with this extension (.so) instead")
+    parser.add_argument("--extension", type=Path, default=Path(_C.__file__),
+                        help="with --baseline-extension: the extension to measure")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(1)  # host overhead is single-threaded; no intra-op pool wake-ups
     graphdispatch.reset()
+    if args.child:  # one repeat, as JSON, for compare_extensions
+        with torch.no_grad():
+            print(json.dumps({n: measure(n, 1, args.calls, python_impl=False) for n in SIZES}))
+        return
+    if args.baseline_extension is not None:
+        table, verdict = compare_extensions(args.extension, args.baseline_extension, args.repeats,
+                                            args.calls)
+        print(table)
+        print(verdict)
+        if not args.no_write:
+            write_section(
+                f"{RANGES_SECTION}\n\nCommand (from the repository root; `NEW_C.so` built from "
+                f"a commit, `OLD_C.so` from the same commit with every "
+                f"`RECORD_FUNCTION(\"graphdispatch::...\")` line deleted):\n\n```\n"
+                f".venv/bin/python bench/overhead.py --baseline-extension OLD_C.so "
+                f"--extension NEW_C.so\n```\n\nThe scenarios of \"Replay host overhead\" "
+                f"above, C++ runner only, profiler off: each repeat is one fresh process per "
+                f"extension, in rotated order, same Python sources; \"control\" is the baseline "
+                f"extension again, so its column shows the process-to-process noise.\n\n```\n{table}\n```\n\n{verdict}\n",
+                RANGES_SECTION)
+        return
     with torch.no_grad():
         results = {n: measure(n, args.repeats, args.calls) for n in SIZES}
     check_counters(len(SIZES) * args.repeats * args.calls)
