@@ -294,7 +294,8 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
     pipeline_->copy(dst, src, options.copy_stream);
   }
   graph_->replay();
-  replays_.fetch_add(1, std::memory_order_relaxed);
+  // Under mutex_, the only writer: no read-modify-write needed on the hot path.
+  replays_.store(replays_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   for (auto i : mutated_) {
     const auto& given = inputs[i].toTensor();
     const auto& buffer = static_inputs_[i].toTensor();

@@ -157,7 +157,7 @@ class Entry final {
   std::string signature_;
   std::int64_t bytes_ = 0;
   std::int64_t captures_ = 0;
-  std::atomic<std::int64_t> replays_{0};
+  std::atomic<std::int64_t> replays_{0};  // written under mutex_, read without it
   std::atomic<std::int64_t> verifications_{0};
   std::mutex mutex_;
 };

@@ -78,12 +78,15 @@ class EntryCache final {
   }
 
   /// Evicts (in the order `eviction` says) until the values hold at most max_bytes, never
-  /// `keep` (the entry just inserted: it is about to serve a call). Returns the evicted values;
-  /// `keep` alone may stay over the budget.
+  /// `keep` (the entry just inserted: it is about to serve a call) and never a value of 0
+  /// bytes (a negative entry: evicting it frees nothing). Returns the evicted values; `keep`
+  /// alone may stay over the budget.
   std::vector<std::shared_ptr<Value>> evict_over_budget(const Key& keep) {
     std::vector<std::shared_ptr<Value>> victims;
-    while (max_bytes_ != 0 && bytes_ > max_bytes_ && slots_.size() > 1) {
-      victims.push_back(evict_one(&keep));
+    while (max_bytes_ != 0 && bytes_ > max_bytes_) {
+      auto victim = evict_one(&keep, /*holding_bytes=*/true);
+      if (!victim) break;
+      victims.push_back(std::move(victim));
     }
     return victims;
   }
@@ -118,12 +121,14 @@ class EntryCache final {
     mutable std::atomic<std::uint64_t> last_use{0};
   };
 
-  /// Evicts the FIFO or LRU victim other than `*keep`; the cache must hold another entry.
-  std::shared_ptr<Value> evict_one(const Key* keep) {
+  /// Evicts the FIFO or LRU victim other than `*keep` (and, with `holding_bytes`, among the
+  /// values of more than 0 bytes); nullptr when there is none.
+  std::shared_ptr<Value> evict_one(const Key* keep, bool holding_bytes = false) {
     auto use = [&](auto o) { return slots_.at(*o).last_use.load(std::memory_order_relaxed); };
     auto victim_pos = order_.end();
     for (auto o = order_.begin(); o != order_.end(); ++o) {
       if (keep != nullptr && *o == *keep) continue;
+      if (holding_bytes && slots_.at(*o).bytes == 0) continue;
       if (victim_pos == order_.end()) {
         victim_pos = o;
         if (eviction_ == Eviction::kFifo) break;
@@ -131,6 +136,7 @@ class EntryCache final {
         victim_pos = o;
       }
     }
+    if (victim_pos == order_.end()) return nullptr;
     auto it = slots_.find(*victim_pos);
     auto value = std::move(it->second.value);
     bytes_ -= it->second.bytes;

@@ -100,6 +100,20 @@ TEST(EntryCache, ByteBudgetWithLruEvictsLeastRecentlyUsed) {
   EXPECT_EQ(*victims[0], "two");
 }
 
+TEST(EntryCache, ByteBudgetKeepsEntriesOfNoBytes) {
+  Cache cache(0, Eviction::kFifo, /*max_bytes=*/100);
+  cache.insert(1, value("refused"), 0);  // a negative entry: evicting it frees nothing
+  cache.insert(2, value("two"), 60);
+  cache.insert(3, value("three"), 60);
+  auto victims = cache.evict_over_budget(3);
+  ASSERT_EQ(victims.size(), 1u);
+  EXPECT_EQ(*victims[0], "two");
+  EXPECT_NE(cache.find(1), nullptr);
+  cache.insert(4, value("four"), 200);
+  EXPECT_EQ(cache.evict_over_budget(4).size(), 1u);  // "three"; "refused" stays
+  EXPECT_EQ(cache.size(), 2u);
+}
+
 TEST(EntryCache, BytesFollowReplacementAndTakeAll) {
   Cache cache(0, Eviction::kFifo, 0);
   cache.insert(1, value("one"), 40);
