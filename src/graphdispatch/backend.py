@@ -36,7 +36,7 @@ import torch
 from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
 from .device_graphs import choose_kind, make_factory, warn_without_warmup
-from .graph_analysis import flat_output, graph_refusal, is_static_input, mutated_inputs
+from .graph_analysis import describe_node, flat_output, graph_refusal, is_static_input, mutated_inputs
 
 log = logging.getLogger("graphdispatch")
 
@@ -184,7 +184,8 @@ class CompiledGraph:
     """What the backend made of one FX graph (``explain`` reads it).
 
     ``runner`` is the C++ GraphRunner (None on the default route and for a graph refused as a
-    whole, whose reason is ``refusal``); ``is_static``/``mutated`` are per input position.
+    whole, whose reason is ``refusal``, decided at ``refusal_node``); ``is_static``/``mutated``
+    are per input position.
     """
 
     gm: torch.fx.GraphModule
@@ -193,6 +194,7 @@ class CompiledGraph:
     reason: str
     runner: Any = None
     refusal: str | None = None
+    refusal_node: torch.fx.Node | None = None
     is_static: list[bool] = dataclasses.field(default_factory=list)
     mutated: list[int] = dataclasses.field(default_factory=list)
 
@@ -213,9 +215,11 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         fn = gm.forward
     refusal = graph_refusal(gm)
     if refusal is not None:
-        log.warning("graphdispatch: graph not captured (%s); every call runs without a graph", refusal)
-        record.refusal = refusal
-        return _refused(fn, refusal)
+        reason, node = refusal
+        log.warning("graphdispatch: graph not captured (%s, at %s); every call runs without a graph",
+                    reason, describe_node(node))
+        record.refusal, record.refusal_node = reason, node
+        return _refused(fn, reason)
     fn, unflatten = _with_flat_output(fn, gm)
     placeholders = gm.graph.find_nodes(op="placeholder")
     is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]

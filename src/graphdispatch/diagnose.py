@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import torch
 
+from .graph_analysis import describe_node
+
 # One line of advice per reason a call runs without a graph (the runtime's first-fallback
 # warning says the same for the reasons it meets; csrc/runtime/graph_runner.cpp).
 ADVICE: dict[str, str] = {
@@ -133,8 +135,13 @@ def _fallbacks(record: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any
     runtime's ``detail`` (first line: a failed capture's error, without its traceback)."""
     found = []
     if record.refusal is not None:
+        node = record.refusal_node
+        # The source line Dynamo traced the op from, when it kept one.
+        source = (node.meta.get("stack_trace") or "").strip().splitlines()[-1:]
+        where = f" ({source[0].strip()})" if source else ""
         found.append({"reason": record.refusal, "scope": "graph", "position": None,
-                      "detail": "every call of this graph runs without a graph",
+                      "detail": f"at {describe_node(node)}{where}: every call of this graph "
+                                "runs without a graph",
                       "advice": ADVICE.get(record.refusal, "")})
     for e in entries:
         if e["captured"]:

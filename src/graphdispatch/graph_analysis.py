@@ -29,8 +29,8 @@ def is_static_input(node: torch.fx.Node, value: Any) -> bool:
                for check in ("is_specialized_nn_module", "is_unspecialized_nn_module"))
 
 
-def graph_refusal(gm: torch.fx.GraphModule) -> str | None:
-    """Why no signature of ``gm`` can be captured, or None.
+def graph_refusal(gm: torch.fx.GraphModule) -> tuple[str, torch.fx.Node] | None:
+    """(why no signature of ``gm`` can be captured, the first node that decides it), or None.
 
     "data_dependent": a value the host reads mid-graph (``.item()``, ``nonzero``, boolean-mask
     indexing: unbacked symbols in Dynamo's metadata) — a replay would reuse the capture's value
@@ -45,13 +45,19 @@ def graph_refusal(gm: torch.fx.GraphModule) -> str | None:
         value = node.meta.get("example_value", node.meta.get("val"))
         if any(isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
                and free_unbacked_symbols(leaf) for leaf in pytree.tree_leaves(value)):
-            return "data_dependent"
+            return "data_dependent", node
         # A generator appears as an argument, or as an attribute of the module (FX tracing).
         attribute = getattr(gm, node.target, None) if node.op == "get_attr" else None
         if isinstance(attribute, torch.Generator) or any(
                 isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((node.args, node.kwargs))):
-            return "explicit_generator"
+            return "explicit_generator", node
     return None
+
+
+def describe_node(node: torch.fx.Node) -> str:
+    """``node item (call_method item)``: how a log line or ``explain`` names an op."""
+    target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.target)
+    return f"node {node.name} ({node.op} {target})"
 
 
 _UNMARKED_RUNNING_STATS = ("aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm")
