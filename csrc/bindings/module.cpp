@@ -18,6 +18,13 @@ PYBIND11_MODULE(_C, m) {
   py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const graphdispatch::Interrupt& e) {
+      // The callable's own KeyboardInterrupt or SystemExit, raised again as it was.
+      try {
+        e.rethrow_cause();
+      } catch (py::error_already_set& error) {
+        error.restore();
+      }
     } catch (const c10::TypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what_without_backtrace());
     } catch (const c10::ValueError& e) {

@@ -49,7 +49,11 @@ class PyDeviceGraph final : public DeviceGraph {
  private:
   void call(const char* method) {
     py::gil_scoped_acquire gil;
-    adapter_->get().attr(method)();
+    try {
+      adapter_->get().attr(method)();
+    } catch (const py::error_already_set& error) {
+      rethrow_python_error(error);
+    }
   }
   std::shared_ptr<GilHeld> replay_;
   bool has_pool_bytes_;

@@ -40,13 +40,23 @@ py::object to_python(const c10::IValue& value) {
   TORCH_INTERNAL_ASSERT(false, "graphdispatch: cannot convert ", value.tagKind(), " to Python");
 }
 
+void rethrow_python_error(const py::error_already_set& error) {
+  if (!error.matches(PyExc_Exception)) throw Interrupt(std::current_exception());
+  throw;
+}
+
 Callable wrap_callable(py::object fn) {
   auto held = std::make_shared<GilHeld>(std::move(fn));
   return [held](const std::vector<c10::IValue>& inputs) {
     py::gil_scoped_acquire gil;
     py::tuple args(inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) args[i] = to_python(inputs[i]);
-    py::object result = held->get()(*args);
+    py::object result;
+    try {
+      result = held->get()(*args);
+    } catch (const py::error_already_set& error) {
+      rethrow_python_error(error);
+    }
     TORCH_CHECK_TYPE(py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result),
                      "graphdispatch: the captured callable must return a tuple or list, got ",
                      std::string(py::str(py::type::of(result))));

@@ -19,6 +19,10 @@ c10::IValue to_ivalue(py::handle value, std::size_t position);
 py::object to_python(const c10::IValue& value);
 /// `fn(*inputs)` must return a tuple or list of tensors, ints, floats, bools or None.
 Callable wrap_callable(py::object fn);
+/// Rethrows the Python error being handled; a BaseException that is not an Exception
+/// (KeyboardInterrupt, SystemExit) as an Interrupt, which no capture turns into a fallback.
+/// Call only inside a `catch (py::error_already_set&)` block.
+[[noreturn]] void rethrow_python_error(const py::error_already_set& error);
 /// Forwards log lines to `sink(message)`.
 LogSink wrap_log_sink(py::object sink);
 

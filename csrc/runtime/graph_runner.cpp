@@ -102,6 +102,8 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
                        "every call), each call pays a capture");
         }
       }
+    } catch (const Interrupt&) {
+      throw;  // an interrupt is the caller's, not a reason to give up on this signature
     } catch (const std::exception& e) {
       // c10 errors carry a C++ backtrace in what(); the reason needs only the message.
       const auto* c10_error = dynamic_cast<const c10::Error*>(&e);

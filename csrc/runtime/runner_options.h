@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,6 +16,20 @@ namespace graphdispatch {
 /// What a runner captures and falls back to: the FX graph or Inductor's compiled function,
 /// called with the flat graph inputs, returning the flat graph outputs.
 using Callable = std::function<std::vector<c10::IValue>(const std::vector<c10::IValue>&)>;
+
+/// Thrown by a Callable or a device graph for an error that must reach the caller as it is and
+/// never be served by the fallback path: an interrupt (KeyboardInterrupt, SystemExit). Capture
+/// rethrows it without recording a negative entry, so the next call captures again (case C32).
+class Interrupt final : public std::exception {
+ public:
+  explicit Interrupt(std::exception_ptr cause) : cause_(std::move(cause)) {}
+  const char* what() const noexcept override { return "graphdispatch: interrupted"; }
+  /// The error the callable raised, for the layer that knows its type.
+  [[noreturn]] void rethrow_cause() const { std::rethrow_exception(cause_); }
+
+ private:
+  std::exception_ptr cause_;
+};
 
 /// Receives the runtime's log lines (first eviction, capture failures); the bindings forward
 /// them to the `graphdispatch` Python logger.
