@@ -128,6 +128,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
       e->static_positions_.push_back(i);
       e->static_data_ptrs_.push_back(v.toTensor().data_ptr());
       e->static_inputs_.push_back(v);
+      const auto& known = options.mutated_inputs;
+      if (std::find(known.begin(), known.end(), i) != known.end()) e->static_mutated_.push_back(i);
     } else {
       const auto& t = v.toTensor();
       e->dynamic_positions_.push_back(i);
@@ -140,6 +142,18 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   }
 
   e->fill_buffers(inputs);
+  // Note [Static inputs that are written]: warmup (and an emulated capture) write them for
+  // real; their values before the call are put back once the capture is over, so the call's
+  // own replay applies the write exactly once.
+  std::vector<at::Tensor> written_before;
+  for (auto i : e->static_mutated_) {
+    written_before.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
+  }
+  auto put_back = [&] {
+    for (std::size_t k = 0; k < written_before.size(); ++k) {
+      inputs[e->static_mutated_[k]].toTensor().copy_(written_before[k]);
+    }
+  };
   // One capture per device at a time (Note on CopyPipeline::capture_mutex); the stream scopes
   // order the warmup and capture streams against the caller's on entry and on every exit.
   std::lock_guard<std::mutex> device_lock(e->pipeline_->capture_mutex());
@@ -163,9 +177,11 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
     e->static_outputs_ = e->run_on_buffers(fn);
   } catch (...) {
     graph->capture_abort();
+    put_back();
     throw;
   }
   graph->capture_end();
+  put_back();  // after capture_end: the copies must not be recorded into the graph
   if (graph->runs_during_capture()) rng.restore();
   e->find_output_views();
   e->graph_ = std::move(graph);
@@ -362,6 +378,8 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   RECORD_FUNCTION("graphdispatch::verify", std::vector<c10::IValue>());
   std::vector<c10::IValue> copies = inputs;
   for (auto i : dynamic_positions_) copies[i] = clone_keeping_layout(inputs[i].toTensor());
+  // The check's run must not write a static input the replay then writes again.
+  for (auto i : static_mutated_) copies[i] = inputs[i].toTensor().clone(at::MemoryFormat::Preserve);
   // Both paths start from one RNG state, so random ops draw the same numbers on both; the
   // replay's draws are the call's, as without verification.
   RngStateGuard rng(device_);
@@ -376,6 +394,7 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   if (result.mismatch.empty()) return result;
   // The replay wrote its (wrong) values of mutated inputs back; the non-graph ones win.
   for (auto i : mutated_) inputs[i].toTensor().copy_(copies[i].toTensor());
+  for (auto i : static_mutated_) inputs[i].toTensor().copy_(copies[i].toTensor());
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // Outputs that view inputs stay on the caller's tensors, which now hold the right values.
     if (!output_views_[k]) result.outputs[k] = std::move(expected[k]);

@@ -143,6 +143,9 @@ class Entry final {
   std::vector<std::size_t> dynamic_positions_;
   std::vector<bool> expanded_;  // per dynamic input: copied through its unexpanded part
   std::vector<std::size_t> static_positions_;
+  // Static inputs the graph writes in place (tensors marked with mark_static_address): put
+  // back after capture (Note [Static inputs that are written] in entry.cpp).
+  std::vector<std::size_t> static_mutated_;
   std::vector<const void*> static_data_ptrs_;  // not owned: compared, never dereferenced
   std::vector<std::size_t> mutated_;
   std::vector<c10::IValue> static_outputs_;

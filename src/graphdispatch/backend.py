@@ -36,7 +36,8 @@ import torch
 from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
 from .device_graphs import choose_kind, make_factory, warn_without_warmup
-from .graph_analysis import describe_node, flat_output, graph_refusal, is_static_input, mutated_inputs
+from .graph_analysis import (describe_node, flat_output, graph_refusal, is_static_input,
+                             marked_static_address, mutated_inputs)
 
 log = logging.getLogger("graphdispatch")
 
@@ -229,7 +230,11 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     if mutated is None:
         mutated = []
         is_static = [s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)]
-    is_static = [s and i not in mutated for i, s in enumerate(is_static)]
+    # A tensor marked with torch._dynamo.mark_static_address (a KV cache) stays static even
+    # when written: its address is the point, and the runtime puts back what warmup and capture
+    # wrote, so each call writes it once, in place (case C36).
+    is_static = [s and (i not in mutated or marked_static_address(v))
+                 for i, (s, v) in enumerate(zip(is_static, example_inputs))]
     # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
     exact = route == ROUTE_GRAPH_ONLY
     runner = _C.GraphRunner(

@@ -29,6 +29,11 @@ def is_static_input(node: torch.fx.Node, value: Any) -> bool:
                for check in ("is_specialized_nn_module", "is_unspecialized_nn_module"))
 
 
+def marked_static_address(value: Any) -> bool:
+    """True for a tensor the user marked with ``torch._dynamo.mark_static_address``."""
+    return isinstance(value, torch.Tensor) and bool(getattr(value, "_dynamo_static_input_type", None))
+
+
 def graph_refusal(gm: torch.fx.GraphModule) -> tuple[str, torch.fx.Node] | None:
     """(why no signature of ``gm`` can be captured, the first node that decides it), or None.
 

@@ -211,3 +211,26 @@ def test_c39_overlapping_views_still_fall_back():
         torch.testing.assert_close(G(base[:4], base[2:]), f(base_eager[:4], base_eager[2:]))
     torch.testing.assert_close(base, base_eager)
     assert stats()["fallbacks"] == {"aliased_inputs": 2}
+
+
+# ---- C36: tensors marked with mark_static_address --------------------------------------------
+
+def test_c36_marked_static_tensors_are_never_copied_and_written_once_per_call():
+    def step(cache, calls, x, pos):
+        cache.index_copy_(0, pos, x)  # a KV cache updated in place
+        calls.add_(1)  # not idempotent: a second write per call would show
+        return cache.sum(0)
+
+    cache, calls = torch.zeros(64, 8), torch.zeros(())
+    cache_eager, calls_eager = cache.clone(), calls.clone()
+    torch._dynamo.mark_static_address(cache)
+    torch._dynamo.mark_static_address(calls)
+    G = compiled(step)
+    for t in range(4):
+        x, pos = torch.randn(1, 8), torch.tensor([t])
+        torch.testing.assert_close(G(cache, calls, x, pos), step(cache_eager, calls_eager, x, pos))
+    torch.testing.assert_close(cache, cache_eager)
+    assert calls.item() == calls_eager.item() == 4
+    assert stats()["fallbacks"] == {} and stats()["captures"] == 1 and stats()["replays"] == 4
+    # Only the new row and its position are copied, never the 2 KiB cache.
+    assert stats()["bytes_copied"] == 4 * (8 * 4 + 8)
