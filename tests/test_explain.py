@@ -14,7 +14,7 @@ import torch._dynamo
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.diagnose import ADVICE
+from graphdispatch.diagnose import advice
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "diagnosing.md"
 
@@ -57,7 +57,7 @@ def test_names_the_graph_break_and_the_uncapturable_op():
     (fallback,) = second["fallbacks"]
     assert fallback["reason"] == "capture_failed" and fallback["scope"] == "signature"
     assert "operation not permitted when stream is capturing" in fallback["detail"]
-    assert fallback["advice"] == ADVICE["capture_failed"]
+    assert fallback["advice"] == advice("capture_failed")
     assert data["stats"]["fallbacks"] == {"capture_failed": 1}
     assert data["stats"]["captures"] == 1 and data["stats"]["replays"] == 1
     text = str(report)

@@ -174,6 +174,8 @@ void init_stats(py::module_& m) {
     return d;
   });
   m.def("reset_stats", [] { Stats::get().reset(); });
+  m.def("fallback_advice", &fallback_advice, py::arg("reason"),
+        "One line of advice for a fallback reason the runtime records, or ''.");
   m.def("fallback",
         [](const std::string& reason, const py::object& fn, const py::args& args) {
           RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());

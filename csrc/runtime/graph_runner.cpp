@@ -142,10 +142,7 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
   return entry;  // `displaced` and `over_budget` are destroyed here, outside the cache lock
 }
 
-namespace {
-
-// One line of advice per fallback reason, for the first-fallback warning.
-std::string advice(const std::string& reason) {
+std::string fallback_advice(const std::string& reason) {
   if (reason == "aliased_inputs") return "pass separate tensors (e.g. .clone() one of them)";
   if (reason == "mixed_devices") return "move every tensor input to the model's device";
   if (reason == "requires_grad") {
@@ -153,10 +150,15 @@ std::string advice(const std::string& reason) {
   }
   if (reason == "explicit_generator") return "draw random numbers with the global generator";
   if (reason == "unsupported_tensor") return "pass plain tensors, not tensor subclasses";
-  return "see graphdispatch.stats()['fallbacks']";
+  if (reason == "capture_failed") {
+    return "an op cannot run while the device graph records (host synchronisation, a CPU round "
+           "trip): move it out of the compiled region or make it a graph break";
+  }
+  if (reason == "verify_mismatch") {
+    return "the replay does not compute what eager does: report it with the signature";
+  }
+  return "";
 }
-
-}  // namespace
 
 std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
                                                 const std::vector<c10::IValue>& inputs) {
@@ -169,7 +171,8 @@ std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
     std::string message = "calls of this graph run without a graph (fallback " + entry.reason() +
                           ")";
     if (!entry.detail().empty()) message += ": " + entry.detail().substr(0, 300);
-    options_.log(message + "; " + advice(entry.reason()) +
+    const auto hint = fallback_advice(entry.reason());
+    options_.log(message + "; " + (hint.empty() ? "see graphdispatch.stats()['fallbacks']" : hint) +
                  ". Said once per graph and reason; stats()['fallbacks'] counts every call.");
   }
   return fn_(inputs);

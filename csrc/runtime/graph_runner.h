@@ -19,6 +19,10 @@
 
 namespace graphdispatch {
 
+/// One line of advice for a fallback reason the runtime records ("" for one it does not know):
+/// the first-fallback warning's, and `graphdispatch.explain`'s through the bindings.
+std::string fallback_advice(const std::string& reason);
+
 /// The runner of one compiled graph: signature → entry cache → entry → replay.
 ///
 /// Owns the entry cache (FIFO or LRU, bounded by max_entries) and shares the device graph

@@ -18,22 +18,23 @@ import torch
 
 from .graph_analysis import describe_node
 
-# One line of advice per reason a call runs without a graph (the runtime's first-fallback
-# warning says the same for the reasons it meets; csrc/runtime/graph_runner.cpp).
+# Advice for what the Python layer decides (graph breaks, graphs refused as a whole); the
+# runtime's own reasons get theirs from the runtime (advice()).
 ADVICE: dict[str, str] = {
     "graph_break": "each break splits the model into graphs, each a capture and a launch: "
                    "remove the construct Dynamo names, or torch._dynamo.disable the part around it",
-    "aliased_inputs": "pass separate tensors (e.g. .clone() one of them)",
-    "mixed_devices": "move every tensor input to the model's device",
-    "requires_grad": "call under torch.no_grad() or torch.inference_mode(); graphs record no autograd",
-    "explicit_generator": "draw random numbers with the global generator",
-    "unsupported_tensor": "pass plain tensors, not tensor subclasses",
-    "capture_failed": "an op cannot run while the device graph records (host synchronisation, "
-                      "a CPU round trip): move it out of the compiled region or make it a graph break",
     "data_dependent": "the graph reads a value on the host mid-graph (.item(), nonzero, boolean "
                       "masks): compute it outside the compiled region",
-    "verify_mismatch": "the replay does not compute what eager does: report it with the signature",
 }
+
+
+def advice(reason: str) -> str:
+    """One line of advice for a fallback or refusal reason ("" for an unknown one)."""
+    from . import _C
+
+    return ADVICE.get(reason) or _C.fallback_advice(reason)
+
+
 _INPUT_POSITION = re.compile(r"^input (\d+):")
 
 
@@ -142,7 +143,7 @@ def _fallbacks(record: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any
         found.append({"reason": record.refusal, "scope": "graph", "position": None,
                       "detail": f"at {describe_node(node)}{where}: every call of this graph "
                                 "runs without a graph",
-                      "advice": ADVICE.get(record.refusal, "")})
+                      "advice": advice(record.refusal)})
     for e in entries:
         if e["captured"]:
             continue
@@ -150,7 +151,7 @@ def _fallbacks(record: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any
         detail = e["detail"].strip().splitlines()[0] if e["detail"].strip() else ""
         found.append({"reason": e["reason"], "scope": "signature",
                       "position": int(match.group(1)) if match else None,
-                      "detail": detail[:300], "advice": ADVICE.get(e["reason"], "")})
+                      "detail": detail[:300], "advice": advice(e["reason"])})
     return found
 
 

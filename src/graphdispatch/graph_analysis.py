@@ -18,7 +18,7 @@ def is_static_input(node: torch.fx.Node, value: Any) -> bool:
     """True for parameters and buffers Dynamo lifted (Note [Static inputs])."""
     if not isinstance(value, torch.Tensor):
         return False
-    if isinstance(value, torch.nn.Parameter) or getattr(value, "_dynamo_static_input_type", None):
+    if isinstance(value, torch.nn.Parameter) or marked_static_address(value):
         return True
     grapharg = node.meta.get("grapharg")
     source = getattr(grapharg, "source", None)
