@@ -10,7 +10,7 @@ every repeat:
 - direct: the captured callable called as ``fn(*inputs)``. The callable is trivial (it returns
   one of its inputs), so this is the floor every wrapper pays;
 - C++ runner: ``graphdispatch._C.GraphRunner`` over the emulated graph, safe output mode. Per
-  call: arguments to IValues, cache key, lookup, static pointer checks, copies of changed
+  call: arguments to IValues, cache key (static addresses included), lookup, copies of changed
   dynamic inputs, replay (the emulated graph calls the callable on the entry's buffers), output
   clones, outputs back to Python;
 - Python impl: the same steps written in Python the way MindIE-SD's ACLGraph and stable-fast
@@ -146,9 +146,10 @@ def measure(n: int, repeats: int, calls: int, python_impl: bool = True) -> dict[
     is_static = [i < n // 2 for i in range(n)]
     caller_args = [torch.nn.Parameter(torch.randn(NUMEL), requires_grad=False) if s
                    else torch.randn(NUMEL) for s in is_static]
+    # mutated_inputs=[]: the callable writes nothing, as the backend reads off the graph.
     runner = _C.GraphRunner(trivial, is_static, make_factory("emulated"), safe_output_mode=True,
                             warmup_iters=1, copy_stream=True, max_entries=0, eviction="fifo",
-                            log=None)
+                            log=None, mutated_inputs=[])
     python = PythonReplay(trivial, is_static)
     runner.capture(*caller_args)
     python(*caller_args)

@@ -49,8 +49,8 @@ def test_names_the_graph_break_and_the_uncapturable_op():
     first, second = data["graphs"]
     assert first["route"] == second["route"] == "graph_only"
     # Before the break: captured at compile time, replayed by the call.
-    assert first["fallbacks"] == [] and [(e["captured"], e["captures"], e["replays"])
-                                         for e in first["entries"]] == [(True, 1, 1)]
+    assert first["fallbacks"] == [] and [(e["captured"], e["replays"])
+                                         for e in first["entries"]] == [(True, 1)]
     assert [(i["kind"], i["copy_bytes"]) for i in first["inputs"]] == [("dynamic", 4 * 8 * 4),
                                                                         ("dynamic", 8 * 8 * 4)]
     # After it: the capture fails on host_sync, and the call ran without a graph.
@@ -133,7 +133,7 @@ def test_pipelines_replay_with_zero_fallbacks_and_the_doc_shows_real_output(key)
     (graph,) = data["graphs"]
     assert graph["route"] == "graph_only" and graph["fallbacks"] == []
     (entry,) = graph["entries"]
-    assert entry["captured"] and entry["captures"] == 1 and entry["replays"] == 1 and entry["bytes"] > 0
+    assert entry["captured"] and entry["replays"] == 1 and entry["bytes"] > 0
     assert data["stats"]["fallbacks"] == {} and data["stats"]["replays"] == 1
     text = str(report)
     assert "route graph_only" in text and "fallbacks: none" in text
@@ -147,11 +147,16 @@ def test_pipelines_replay_with_zero_fallbacks_and_the_doc_shows_real_output(key)
 
 
 def test_aliased_inputs_name_the_later_input():
+    def write_first(a, b):
+        a.mul_(2)
+        return a + b
+
     base = torch.randn(8)
     with torch.no_grad():
-        report = graphdispatch.explain(lambda a, b: a * 2 + b, base[:6], base[2:])
+        report = graphdispatch.explain(write_first, base[:6], base[2:])
     (graph,) = report.graphs
     (fallback,) = graph["fallbacks"]
     assert fallback["reason"] == "aliased_inputs" and fallback["position"] == 1
-    assert fallback["detail"] == "input 1: [6]/float32 strides (1) overlaps input 0 in memory"
+    assert fallback["detail"] == ("input 1: [6]/float32 strides (1) overlaps input 0 in memory, "
+                                  "and the graph writes one of them")
     assert report.stats["fallbacks"] == {"aliased_inputs": 1}

@@ -76,4 +76,14 @@ LogSink wrap_log_sink(py::object sink) {
   };
 }
 
+WatchSink wrap_watch_sink(py::object sink) {
+  auto held = std::make_shared<GilHeld>(std::move(sink));
+  return [held](const std::vector<at::Tensor>& tensors) {
+    py::gil_scoped_acquire gil;
+    py::list list;
+    for (const auto& t : tensors) list.append(py::cast(t));
+    held->get()(list);
+  };
+}
+
 }  // namespace graphdispatch::bindings

@@ -25,6 +25,8 @@ Callable wrap_callable(py::object fn);
 [[noreturn]] void rethrow_python_error(const py::error_already_set& error);
 /// Forwards log lines to `sink(message)`.
 LogSink wrap_log_sink(py::object sink);
+/// Forwards a new entry's static inputs to `sink(tensors)` (a list of tensors).
+WatchSink wrap_watch_sink(py::object sink);
 
 /// Owns a Python reference that may be dropped on a thread without the GIL (an entry evicted
 /// inside a replay): the destructor takes the GIL first. Non-copyable; share it by shared_ptr.

@@ -8,6 +8,7 @@
 #include <ATen/record_function.h>
 
 #include <memory>
+#include <optional>
 
 namespace graphdispatch::bindings {
 namespace {
@@ -39,14 +40,16 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
                                          bool safe_output_mode, int64_t warmup_iters,
                                          bool copy_stream, int64_t max_entries,
                                          const std::string& eviction, py::object log,
-                                         std::vector<std::size_t> mutated_inputs,
+                                         std::optional<std::vector<std::size_t>> mutated_inputs,
                                          int64_t max_entry_bytes, int64_t verify_replays,
-                                         double verify_rtol, double verify_atol) {
+                                         double verify_rtol, double verify_atol, bool random,
+                                         int64_t max_recaptures, py::object watch) {
   TORCH_CHECK_TYPE(PyCallable_Check(fn.ptr()), "fn: expected a callable, got ",
                    std::string(py::str(py::type::of(fn))));
   TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
   TORCH_CHECK_VALUE(max_entry_bytes >= 0, "max_entry_bytes: expected >= 0, got ", max_entry_bytes);
   TORCH_CHECK_VALUE(verify_replays >= 0, "verify_replays: expected >= 0, got ", verify_replays);
+  TORCH_CHECK_VALUE(max_recaptures >= 0, "max_recaptures: expected >= 0, got ", max_recaptures);
   TORCH_CHECK_VALUE(verify_rtol >= 0 && verify_atol >= 0,
                     "verify_rtol, verify_atol: expected >= 0, got ", verify_rtol, ", ",
                     verify_atol);
@@ -59,17 +62,24 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
   options.verify_replays = verify_replays;
   options.verify_rtol = verify_rtol;
   options.verify_atol = verify_atol;
-  for (auto i : mutated_inputs) {
-    TORCH_CHECK_VALUE(i < is_static.size(), "mutated_inputs: expected positions < ",
-                      is_static.size(), ", got ", i);
+  options.random = random;
+  options.max_recaptures = max_recaptures;
+  // None: the writes are unknown, so every dynamic input counts as written (Note [Aliasing]).
+  options.mutated_known = mutated_inputs.has_value();
+  if (mutated_inputs) {
+    for (auto i : *mutated_inputs) {
+      TORCH_CHECK_VALUE(i < is_static.size(), "mutated_inputs: expected positions < ",
+                        is_static.size(), ", got ", i);
+    }
+    options.mutated_inputs = std::move(*mutated_inputs);
   }
-  options.mutated_inputs = std::move(mutated_inputs);
   try {
     options.eviction = parse_eviction(eviction);
   } catch (const std::invalid_argument& e) {
     throw py::value_error(e.what());
   }
   if (!log.is_none()) options.log = wrap_log_sink(std::move(log));
+  if (!watch.is_none()) options.watch = wrap_watch_sink(std::move(watch));
   return std::make_shared<GraphRunner>(wrap_callable(std::move(fn)), std::move(is_static),
                                        std::move(graphs), std::move(options));
 }
@@ -82,9 +92,10 @@ void init_runner(py::module_& m) {
            py::arg("safe_output_mode") = true, py::arg("warmup_iters") = 1,
            py::arg("copy_stream") = true, py::arg("max_entries") = 0,
            py::arg("eviction") = "fifo", py::arg("log") = py::none(),
-           py::arg("mutated_inputs") = std::vector<std::size_t>(),
-           py::arg("max_entry_bytes") = 0, py::arg("verify_replays") = 0,
-           py::arg("verify_rtol") = 0.0, py::arg("verify_atol") = 0.0)
+           py::arg("mutated_inputs") = py::none(), py::arg("max_entry_bytes") = 0,
+           py::arg("verify_replays") = 0, py::arg("verify_rtol") = 0.0,
+           py::arg("verify_atol") = 0.0, py::arg("random") = true,
+           py::arg("max_recaptures") = 8, py::arg("watch") = py::none())
       .def("__call__",
            [](GraphRunner& self, const py::args& args) {
              auto inputs = to_ivalues(args);
@@ -105,7 +116,7 @@ void init_runner(py::module_& m) {
            [](const GraphRunner& self, const py::args& args) -> py::object {
              auto entry = entry_for(self, args);
              if (!entry || entry->is_negative()) return py::none();
-             return to_tuple(entry->static_inputs());
+             return to_tuple(entry->arguments(to_ivalues(args)));
            },
            "The inputs the entry for these arguments reads (its buffers for dynamic inputs), "
            "or None; passing them back skips the input copies.")
@@ -131,7 +142,6 @@ void init_runner(py::module_& m) {
                d["reason"] = e->reason();
                d["detail"] = e->detail();
                d["bytes"] = e->bytes();
-               d["captures"] = e->captures();
                d["replays"] = e->replays();
                out.append(std::move(d));
              }
@@ -139,7 +149,7 @@ void init_runner(py::module_& m) {
            },
            "Every live entry, oldest first: {signature (in words), captured (False for a "
            "negative entry), reason and detail (why not, else ''), bytes (buffers plus graph "
-           "pool or static outputs), captures, replays}.")
+           "pool or static outputs), replays}.")
       .def_property_readonly("entry_bytes",
                              [](const GraphRunner& self) {
                                py::gil_scoped_release release;  // see entry_for
@@ -151,6 +161,14 @@ void init_runner(py::module_& m) {
                                return self.num_entries();
                              })
       .def("clear", &GraphRunner::clear, py::call_guard<py::gil_scoped_release>())
+      .def("drop_dead_entries",
+           [](GraphRunner& self, std::uintptr_t dying) {
+             py::gil_scoped_release release;
+             self.drop_dead_entries(reinterpret_cast<const c10::TensorImpl*>(dying));
+           },
+           py::arg("dying") = 0,
+           "Drops the entries one of whose static inputs was freed, or is the tensor whose "
+           "`_cdata` is `dying` (being freed now): the watch callback's job.")
       .def("reset_after_fork", &GraphRunner::reset_after_fork);
 
   m.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
@@ -170,6 +188,8 @@ void init_stats(py::module_& m) {
     d["bytes_copied"] = s.bytes_copied.load();
     d["recaptures"] = s.recaptures.load();
     d["verified_replays"] = s.verified_replays.load();
+    d["entries"] = s.live_entries.load();
+    d["entry_bytes"] = s.live_entry_bytes.load();
     d["fallbacks"] = s.fallbacks();
     return d;
   });

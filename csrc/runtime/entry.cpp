@@ -2,7 +2,9 @@
 
 #include <ATen/Context.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/record_function.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
@@ -21,12 +23,12 @@
 namespace graphdispatch {
 namespace {
 
-// Warmup (and the emulated graph's capture run) are runs eager would not make; undoing their
-// RNG draws keeps "manual_seed then N calls" reproducible whatever the cache state was. The
-// state is also restored when a capture fails (the guard is left by an exception).
+// Note [Random numbers]: saves the generator's state, restored by restore() and when left by
+// an exception (a failed capture). Disengaged, it does nothing at all.
 class RngStateGuard final {
  public:
-  explicit RngStateGuard(c10::Device device) : exceptions_(std::uncaught_exceptions()) {
+  RngStateGuard(c10::Device device, bool engaged) : exceptions_(std::uncaught_exceptions()) {
+    if (!engaged) return;
     try {
       generator_ = at::globalContext().defaultGenerator(device);
     } catch (const c10::Error&) {
@@ -61,12 +63,20 @@ c10::Device device_of(const std::vector<c10::IValue>& inputs) {
   return c10::kCPU;
 }
 
-Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, const Signature& sig) {
-  if (sig.has_aliasing()) {
-    const auto [first, second] = sig.aliased();
-    const auto& later = inputs[static_cast<std::size_t>(second)].toTensor();
+Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, const Signature& sig,
+                              const RunnerOptions& options) {
+  // Note [Aliasing]: overlapping dynamic inputs get a buffer each, right only when neither is
+  // written.
+  const auto& written = options.mutated_inputs;
+  auto is_written = [&](std::size_t i) {
+    return !options.mutated_known || std::find(written.begin(), written.end(), i) != written.end();
+  };
+  for (const auto& [first, second] : sig.overlaps()) {
+    if (!is_written(first) && !is_written(second)) continue;
+    const auto& later = inputs[second].toTensor();
     return {"aliased_inputs", "input " + std::to_string(second) + ": " + describe_layout(later) +
-                                  " overlaps input " + std::to_string(first) + " in memory"};
+                                  " overlaps input " + std::to_string(first) +
+                                  " in memory, and the graph writes one of them"};
   }
   const c10::Device device = device_of(inputs);
   const bool grad = at::GradMode::is_enabled();
@@ -115,29 +125,28 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   }
   std::shared_ptr<Entry> e(new Entry());
   e->signature_ = describe_signature(inputs, is_static);
-  e->captures_ = 1;
   e->device_ = device_of(inputs);
   e->pipeline_ = &CopyPipeline::for_device(e->device_);
   e->order_.emplace(e->device_);  // on the stream the buffers are allocated on
-  e->static_inputs_.reserve(inputs.size());
+  e->inputs_.reserve(inputs.size());
+  const auto& known = options.mutated_inputs;
+  auto listed = [&](std::size_t i) { return std::find(known.begin(), known.end(), i) != known.end(); };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
     if (!v.isTensor()) {
-      e->static_inputs_.push_back(v);  // the value is part of the key: a constant of the graph
+      e->inputs_.push_back(v);  // the value is part of the key: a constant of the graph
     } else if (is_static[i]) {
       e->static_positions_.push_back(i);
-      e->static_data_ptrs_.push_back(v.toTensor().data_ptr());
-      e->static_inputs_.push_back(v);
-      const auto& known = options.mutated_inputs;
-      if (std::find(known.begin(), known.end(), i) != known.end()) e->static_mutated_.push_back(i);
+      e->static_refs_.emplace_back(v.toTensor().getIntrusivePtr());
+      e->inputs_.emplace_back();
+      if (listed(i)) e->static_mutated_.push_back(i);
     } else {
       const auto& t = v.toTensor();
       e->dynamic_positions_.push_back(i);
       e->expanded_.push_back(is_expanded(t));
       // Same strides, zero ones included: the buffer is expanded as the input is.
-      e->static_inputs_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
-      const auto& known = options.mutated_inputs;
-      if (std::find(known.begin(), known.end(), i) != known.end()) e->mutated_.push_back(i);
+      e->inputs_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
+      if (listed(i)) e->mutated_.push_back(i);
     }
   }
 
@@ -157,13 +166,13 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   // One capture per device at a time (Note on CopyPipeline::capture_mutex); the stream scopes
   // order the warmup and capture streams against the caller's on entry and on every exit.
   std::lock_guard<std::mutex> device_lock(e->pipeline_->capture_mutex());
-  RngStateGuard rng(e->device_);
+  RngStateGuard rng(e->device_, options.random);
   {
     // Never on the capture stream (Note [Workspaces]).
     SideStreamScope on_warmup_stream(*e->pipeline_, e->pipeline_->warmup_stream());
     for (std::int64_t i = 0; i < options.warmup_iters; ++i) {
       e->fill_buffers(inputs);
-      e->run_on_buffers(fn);
+      e->run_on_buffers(fn, inputs);
     }
   }
   rng.restore();
@@ -174,7 +183,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   Entry* raw = e.get();  // the graph, and so the closure, never outlives the entry
   graph->capture_begin([raw, fn] { raw->rerun_into_outputs(fn); });
   try {
-    e->static_outputs_ = e->run_on_buffers(fn);
+    e->static_outputs_ = e->run_on_buffers(fn, inputs);
   } catch (...) {
     graph->capture_abort();
     put_back();
@@ -183,9 +192,13 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   graph->capture_end();
   put_back();  // after capture_end: the copies must not be recorded into the graph
   if (graph->runs_during_capture()) rng.restore();
-  e->find_output_views();
   e->graph_ = std::move(graph);
+  e->plan_outputs(inputs);
+  e->plan_aliasing_checks(inputs, options);
   e->bytes_ = e->count_bytes();
+  auto& stats = Stats::get();
+  stats.live_entries.fetch_add(1, std::memory_order_relaxed);
+  stats.live_entry_bytes.fetch_add(e->bytes_, std::memory_order_relaxed);
   return e;
 }
 
@@ -196,7 +209,7 @@ std::int64_t Entry::count_bytes() const {
     if (!t.has_storage() || !counted.insert(t.storage().data()).second) return;
     bytes += static_cast<std::int64_t>(t.storage().nbytes());
   };
-  for (auto i : dynamic_positions_) add(static_inputs_[i].toTensor());
+  for (auto i : dynamic_positions_) add(inputs_[i].toTensor());
   if (auto pool = graph_->pool_bytes()) return bytes + *pool;
   for (std::size_t k = 0; k < static_outputs_.size(); ++k) {
     if (static_outputs_[k].isTensor() && !output_views_[k]) add(static_outputs_[k].toTensor());
@@ -206,6 +219,9 @@ std::int64_t Entry::count_bytes() const {
 
 Entry::~Entry() {
   if (!graph_) return;
+  auto& stats = Stats::get();
+  stats.live_entries.fetch_sub(1, std::memory_order_relaxed);
+  stats.live_entry_bytes.fetch_sub(bytes_, std::memory_order_relaxed);
   order_->release();
   try {
     graph_->reset();
@@ -220,22 +236,29 @@ void Entry::fill_buffers(const std::vector<c10::IValue>& inputs) {
   src.reserve(dynamic_positions_.size());
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    dst.push_back(copied_part(static_inputs_[i].toTensor(), k));
+    dst.push_back(copied_part(inputs_[i].toTensor(), k));
     src.push_back(copied_part(inputs[i].toTensor(), k));
   }
   pipeline_->copy(dst, src, /*on_copy_stream=*/false);
 }
 
-std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn) {
+std::vector<c10::IValue> Entry::arguments(const std::vector<c10::IValue>& inputs) const {
+  std::vector<c10::IValue> args = inputs_;
+  for (auto i : static_positions_) args[i] = inputs[i];
+  return args;
+}
+
+std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn,
+                                               const std::vector<c10::IValue>& inputs) {
   // The buffers are never inference tensors (Note [Inference mode]): they all count versions.
   auto version = [](const at::Tensor& t) { return t._version(); };
   std::vector<std::int64_t> versions;
   versions.reserve(dynamic_positions_.size());
-  for (auto i : dynamic_positions_) versions.push_back(version(static_inputs_[i].toTensor()));
-  auto outputs = fn(static_inputs_);
+  for (auto i : dynamic_positions_) versions.push_back(version(inputs_[i].toTensor()));
+  auto outputs = fn(arguments(inputs));
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    if (version(static_inputs_[i].toTensor()) != versions[k] &&
+    if (version(inputs_[i].toTensor()) != versions[k] &&
         std::find(mutated_.begin(), mutated_.end(), i) == mutated_.end()) {
       mutated_.push_back(i);
     }
@@ -244,7 +267,8 @@ std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn) {
 }
 
 void Entry::rerun_into_outputs(const Callable& fn) {
-  auto outputs = fn(static_inputs_);
+  TORCH_INTERNAL_ASSERT(replaying_ != nullptr);
+  auto outputs = fn(arguments(*replaying_));
   TORCH_INTERNAL_ASSERT(outputs.size() == static_outputs_.size());
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     // Views of inputs are rebuilt on the caller's tensors; nothing to refresh.
@@ -261,32 +285,141 @@ void Entry::rerun_into_outputs(const Callable& fn) {
   }
 }
 
-void Entry::find_output_views() {
-  output_views_.assign(static_outputs_.size(), std::nullopt);
-  for (std::size_t k = 0; k < static_outputs_.size(); ++k) {
+void Entry::plan_outputs(const std::vector<c10::IValue>& inputs) {
+  const auto args = arguments(inputs);
+  const auto n = static_outputs_.size();
+  output_views_.assign(n, std::nullopt);
+  output_group_.assign(n, -1);
+  std::vector<Span> spans;
+  std::vector<const void*> storages;  // per group
+  for (std::size_t k = 0; k < n; ++k) {
     if (!static_outputs_[k].isTensor()) continue;
     const auto& out = static_outputs_[k].toTensor();
-    for (std::size_t i = 0; i < static_inputs_.size() && !output_views_[k]; ++i) {
-      if (static_inputs_[i].isTensor()) {
-        output_views_[k] = view_of_input(out, static_inputs_[i].toTensor(), i);
-      }
+    for (std::size_t i = 0; i < args.size() && !output_views_[k]; ++i) {
+      if (args[i].isTensor()) output_views_[k] = view_of_input(out, args[i].toTensor(), i);
     }
+    if (output_views_[k] || !out.defined() || !out.has_storage()) continue;
+    if (auto span = span_of(out, k)) spans.push_back(*span);
+    const void* storage = out.storage().data();
+    auto shares = [&](std::size_t j) {
+      return j != k && static_outputs_[j].isTensor() && static_outputs_[j].toTensor().defined() &&
+             static_outputs_[j].toTensor().has_storage() &&
+             static_outputs_[j].toTensor().storage().data() == storage;
+    };
+    bool shared = false;
+    for (std::size_t j = 0; j < n && !shared; ++j) shared = shares(j);
+    const bool dense = out.is_non_overlapping_and_dense() ||
+                       (is_expanded(out) && unexpanded(out).is_non_overlapping_and_dense());
+    if (!shared && dense) continue;  // the cheap path: clone it
+    auto found = std::find(storages.begin(), storages.end(), storage);
+    if (found == storages.end()) {
+      storages.push_back(storage);
+      group_storages_.push_back(
+          at::empty({0}, out.options().dtype(at::kByte))
+              .set_(out.storage(), 0, {static_cast<std::int64_t>(out.storage().nbytes())}, {1}));
+      found = storages.end() - 1;
+    }
+    output_group_[k] = found - storages.begin();
   }
+  output_spans_ = SpanSet(std::move(spans));
 }
 
-bool Entry::static_inputs_in_place(const std::vector<c10::IValue>& inputs) const {
-  for (std::size_t k = 0; k < static_positions_.size(); ++k) {
-    if (inputs[static_positions_[k]].toTensor().data_ptr() != static_data_ptrs_[k]) return false;
+void Entry::plan_aliasing_checks(const std::vector<c10::IValue>& inputs,
+                                 const RunnerOptions& options) {
+  written_.assign(inputs.size(), false);
+  for (auto i : dynamic_positions_) {
+    written_[i] = !options.mutated_known ||
+                  std::find(mutated_.begin(), mutated_.end(), i) != mutated_.end();
   }
-  return true;
+  std::vector<Span> all, written;
+  for (auto i : static_positions_) {
+    auto span = span_of(inputs[i].toTensor(), i);
+    if (!span) continue;
+    all.push_back(*span);
+    if (std::find(static_mutated_.begin(), static_mutated_.end(), i) != static_mutated_.end()) {
+      written.push_back(*span);
+    }
+  }
+  if (std::find(written_.begin(), written_.end(), true) != written_.end()) {
+    static_spans_ = SpanSet(std::move(all));
+  }
+  written_static_spans_ = SpanSet(std::move(written));
+}
+
+std::optional<std::pair<std::size_t, std::size_t>> Entry::static_overlap(
+    const std::vector<c10::IValue>& inputs) const {
+  if (static_spans_.empty() && written_static_spans_.empty()) return std::nullopt;
+  for (auto i : dynamic_positions_) {
+    const SpanSet& reachable = written_[i] ? static_spans_ : written_static_spans_;
+    if (reachable.empty()) continue;
+    auto span = span_of(inputs[i].toTensor(), i);
+    if (!span) continue;
+    if (auto s = reachable.overlapping(*span)) return std::make_pair(i, *s);
+  }
+  return std::nullopt;
+}
+
+bool Entry::lost_static_input(const c10::TensorImpl* dying) const {
+  for (const auto& ref : static_refs_) {
+    if (ref.expired() || ref._unsafe_get_target() == dying) return true;
+  }
+  return false;
+}
+
+std::size_t Entry::lost_position(const c10::TensorImpl* dying) const {
+  for (std::size_t k = 0; k < static_refs_.size(); ++k) {
+    if (static_refs_[k].expired() || static_refs_[k]._unsafe_get_target() == dying) {
+      return static_positions_[k];
+    }
+  }
+  return 0;
+}
+
+std::vector<c10::IValue> Entry::hand_out(const std::vector<c10::IValue>& inputs, bool safe) const {
+  std::vector<c10::IValue> outputs;
+  outputs.reserve(static_outputs_.size());
+  std::vector<at::Tensor> copies(safe ? group_storages_.size() : 0);
+  for (std::size_t k = 0; k < static_outputs_.size(); ++k) {
+    const auto& v = static_outputs_[k];
+    if (output_views_[k]) {
+      outputs.emplace_back(output_views_[k]->of(inputs[output_views_[k]->position].toTensor()));
+      continue;
+    }
+    if (!v.isTensor() || !v.toTensor().defined()) {
+      outputs.push_back(v);
+      continue;
+    }
+    const auto& out = v.toTensor();
+    if (!safe) {
+      if (out.numel() == 0) {
+        outputs.emplace_back(out.detach());
+        continue;
+      }
+      // A storage of its own that cannot be resized, over the static output's memory, which it
+      // keeps alive (Note [Outputs]).
+      outputs.emplace_back(at::from_blob(
+          out.data_ptr(), out.sizes(), out.strides(), [keep = out](void*) {}, out.options()));
+      continue;
+    }
+    const auto group = output_group_[k];
+    if (group < 0) {
+      outputs.emplace_back(clone_keeping_layout(out));
+      continue;
+    }
+    auto& copy = copies[static_cast<std::size_t>(group)];
+    if (!copy.defined()) copy = group_storages_[static_cast<std::size_t>(group)].clone();
+    outputs.emplace_back(at::empty({0}, out.options())
+                             .set_(copy.storage(), out.storage_offset(), out.sizes(), out.strides()));
+  }
+  return outputs;
 }
 
 std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
                                        const RunnerOptions& options) {
   RECORD_FUNCTION("graphdispatch::replay", std::vector<c10::IValue>());
   TORCH_INTERNAL_ASSERT(!is_negative());
-  TORCH_CHECK(inputs.size() == static_inputs_.size(), "input mismatch: captured ",
-              static_inputs_.size(), " inputs, got ", inputs.size());
+  TORCH_CHECK(inputs.size() == inputs_.size(), "input mismatch: captured ", inputs_.size(),
+              " inputs, got ", inputs.size());
   auto& stats = Stats::get();
   std::lock_guard<std::mutex> lock(mutex_);
   order_->begin();
@@ -294,7 +427,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   std::int64_t bytes = 0, skipped = 0;
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    const auto& buffer = static_inputs_[i].toTensor();
+    const auto& buffer = inputs_[i].toTensor();
     const auto& given = inputs[i].toTensor();
     check_input_match(buffer, given, i);
     if (given.data_ptr() == buffer.data_ptr()) {
@@ -309,29 +442,31 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
     RECORD_FUNCTION("graphdispatch::copy_inputs", std::vector<c10::IValue>());
     pipeline_->copy(dst, src, options.copy_stream);
   }
-  graph_->replay();
+  replaying_ = &inputs;
+  try {
+    graph_->replay();
+  } catch (...) {
+    replaying_ = nullptr;
+    throw;
+  }
+  replaying_ = nullptr;
   // Under mutex_, the only writer: no read-modify-write needed on the hot path.
   replays_.store(replays_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   for (auto i : mutated_) {
     const auto& given = inputs[i].toTensor();
-    const auto& buffer = static_inputs_[i].toTensor();
-    if (given.data_ptr() != buffer.data_ptr()) given.copy_(buffer, /*non_blocking=*/true);
+    const auto& buffer = inputs_[i].toTensor();
+    if (given.data_ptr() == buffer.data_ptr()) continue;
+    // Note [Outputs]: a previous output passed back in; this call's output wins.
+    if (!options.safe_output_mode && !output_spans_.empty()) {
+      auto span = span_of(given, i);
+      if (span && output_spans_.overlapping(*span)) continue;
+    }
+    given.copy_(buffer, /*non_blocking=*/true);
   }
   stats.replays.fetch_add(1, std::memory_order_relaxed);
   stats.bytes_copied.fetch_add(bytes, std::memory_order_relaxed);
   stats.copies_skipped.fetch_add(skipped, std::memory_order_relaxed);
-  std::vector<c10::IValue> outputs;
-  outputs.reserve(static_outputs_.size());
-  for (std::size_t k = 0; k < static_outputs_.size(); ++k) {
-    const auto& v = static_outputs_[k];
-    if (output_views_[k]) {
-      outputs.emplace_back(output_views_[k]->of(inputs[output_views_[k]->position].toTensor()));
-    } else if (v.isTensor() && options.safe_output_mode) {
-      outputs.emplace_back(clone_keeping_layout(v.toTensor()));
-    } else {
-      outputs.push_back(v);
-    }
-  }
+  auto outputs = hand_out(inputs, options.safe_output_mode);
   order_->end();  // after the clones: they read the static outputs the next replay writes
   return outputs;
 }
@@ -382,7 +517,7 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   for (auto i : static_mutated_) copies[i] = inputs[i].toTensor().clone(at::MemoryFormat::Preserve);
   // Both paths start from one RNG state, so random ops draw the same numbers on both; the
   // replay's draws are the call's, as without verification.
-  RngStateGuard rng(device_);
+  RngStateGuard rng(device_, options.random);
   auto expected = fn(copies);
   rng.restore();
   Verified result{replay(inputs, options), ""};

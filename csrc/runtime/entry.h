@@ -2,12 +2,14 @@
 
 #include "runtime/copy_pipeline.h"
 #include "runtime/device_graph.h"
+#include "runtime/memory_span.h"
 #include "runtime/runner_options.h"
 #include "runtime/signature.h"
 #include "runtime/stats.h"
 #include "runtime/tensor_layout.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <atomic>
 #include <cstddef>
@@ -22,8 +24,11 @@ namespace graphdispatch {
 
 // Note [Static inputs]
 // Inputs Dynamo lifted from the module (parameters, buffers) are *static*: the graph reads
-// them where they are, so they are never copied; their data pointers are compared on every
-// call and a moved one makes the runner re-capture. Every other tensor input is *dynamic*:
+// them where they are, so they are never copied; their data pointers are part of the cache key
+// (Note [Cache key]), so a moved one is another entry. An entry holds them weakly: it must not
+// keep a deleted model alive (case C34); the runner drops an entry once one of its static
+// inputs is freed, and the emulated graph reads them from the call being replayed. Every
+// other tensor input is *dynamic*:
 // the entry owns a buffer of the same shape, dtype and strides, the caller's values are
 // copied in before each replay (skipped when the caller passes the buffer itself, seed C1),
 // and caller memory is never used as a buffer. Warmup and capture run on the buffers, so a
@@ -36,6 +41,28 @@ namespace graphdispatch {
 // caller's mode, so capture always runs outside inference mode (grad mode as the call has it,
 // which inference mode turns off). Kernels do not depend on the mode, so the cache key leaves it
 // out and one entry serves calls in and out of inference mode (case C25).
+
+// Note [Random numbers]
+// Warmup (and the emulated graph's capture run) are runs eager would not make; for a graph
+// with random ops, the default generator of the device is saved before them and restored
+// after, so "manual_seed then N calls" gives eager's numbers whatever the cache state was.
+// Another thread drawing from that generator meanwhile has its draws rewound, so they repeat
+// (docs/usage.md). A graph without random ops (the Python layer reads the ops' tags) never
+// touches the generator: no save, no restore, no lock (cases C29, C33). The generator's mutex
+// is held only inside get_state/set_state, never across a capture, so a fork during a capture
+// cannot leave it locked in the child.
+
+// Note [Outputs]
+// Safe output mode hands out copies as eager would have made them: outputs that share a
+// storage (`y, y[0], y.t()`) and outputs that do not cover their storage densely (`y[:, ::2]`)
+// are rebuilt on one copy of that storage per call, keeping their mutual aliasing and strides
+// (case C37); a dense output alone in its storage is cloned directly (the common, cheap path).
+// Unsafe mode hands out fresh tensor objects over the static outputs on every call, so the
+// caller's metadata changes (unsqueeze_, requires_grad_) never reach the next call (case
+// C31); their storage cannot be resized, since a resize would move the memory the graph
+// writes. A mutated input that lies in a static output (a previous output passed back in,
+// `z = c(y)`) is not copied back: the copy-back would overwrite this call's output, and in
+// unsafe mode the earlier output is invalid after the replay anyway (case C30).
 
 // Note [Verified replays]
 // With verify_replays=K the first K replays of each entry also run the callable on clones of
@@ -68,7 +95,8 @@ class Entry final {
 
   /// Why a call with these inputs cannot be captured, with the input that decides it.
   struct Refusal final {
-    /// mixed_devices, aliased_inputs, requires_grad, explicit_generator, unsupported_tensor;
+    /// mixed_devices, aliased_inputs (overlapping dynamic inputs, one of them written: Note
+    /// [Aliasing]), requires_grad, explicit_generator, unsupported_tensor;
     /// "" when the call can be captured. Self-overlapping inputs are not refused: a buffer with
     /// the same strides overlaps the same way, so a copy writes each location one value.
     std::string reason;
@@ -76,7 +104,8 @@ class Entry final {
     /// strides (1) overlaps input 1 in memory" (the later of the two).
     std::string detail;
   };
-  static Refusal refusal(const std::vector<c10::IValue>& inputs, const Signature& sig);
+  static Refusal refusal(const std::vector<c10::IValue>& inputs, const Signature& sig,
+                         const RunnerOptions& options);
 
   Entry(const Entry&) = delete;
   Entry& operator=(const Entry&) = delete;
@@ -91,9 +120,6 @@ class Entry final {
   /// Bytes the entry holds: its input buffers plus what the capture added to the graph pool
   /// (or, for a graph without a pool, its static outputs). 0 for a negative entry.
   std::int64_t bytes() const { return bytes_; }
-  /// Captures of this signature so far: 1, plus one per re-capture after a parameter moved.
-  std::int64_t captures() const { return captures_; }
-  void set_captures(std::int64_t n) { captures_ = n; }
   std::int64_t replays() const { return replays_.load(std::memory_order_relaxed); }
 
   /// True for the first `limit` calls (across threads): those replays are verified.
@@ -111,27 +137,42 @@ class Entry final {
   Verified replay_verified(const Callable& fn, const std::vector<c10::IValue>& inputs,
                            const RunnerOptions& options);
 
-  /// True when every static input is still where it was at capture.
-  bool static_inputs_in_place(const std::vector<c10::IValue>& inputs) const;
+  /// True once a static input of the entry was freed, or is `dying` (a tensor being freed
+  /// now): the entry can never serve a call again.
+  bool lost_static_input(const c10::TensorImpl* dying = nullptr) const;
+  /// The position of the first static input lost, when lost_static_input(dying).
+  std::size_t lost_position(const c10::TensorImpl* dying = nullptr) const;
+  /// (dynamic position, static position) of a written dynamic input overlapping a static
+  /// input, or of a dynamic input overlapping a written static one (Note [Aliasing]); such a
+  /// call must not replay. Free for graphs that write no input.
+  std::optional<std::pair<std::size_t, std::size_t>> static_overlap(
+      const std::vector<c10::IValue>& inputs) const;
   /// copy changed dynamic inputs → replay → copy mutations back → outputs (clones in safe
   /// output mode). Throws c10::Error "input mismatch at position i: ..." if `inputs` do not
   /// match the capture (an invariant behind the complete cache key).
   std::vector<c10::IValue> replay(const std::vector<c10::IValue>& inputs,
                                   const RunnerOptions& options);
-  /// The inputs the graph reads: the entry's buffers for dynamic inputs, the caller's
-  /// tensors for static ones. Passing these back skips the copies (seed C1).
-  const std::vector<c10::IValue>& static_inputs() const { return static_inputs_; }
+  /// The inputs the graph reads for a call with `inputs`: the entry's buffers for dynamic
+  /// inputs, the call's tensors for static ones, the constants. Passing these back skips the
+  /// copies (seed C1).
+  std::vector<c10::IValue> arguments(const std::vector<c10::IValue>& inputs) const;
 
  private:
   Entry() = default;
   void fill_buffers(const std::vector<c10::IValue>& inputs);
   /// What the entry holds, once captured (see bytes()).
   std::int64_t count_bytes() const;
-  /// Runs `fn` on the buffers and records which dynamic buffers it mutated.
-  std::vector<c10::IValue> run_on_buffers(const Callable& fn);
+  /// Runs `fn` on the buffers (and the call's static inputs) and records which dynamic
+  /// buffers it mutated.
+  std::vector<c10::IValue> run_on_buffers(const Callable& fn, const std::vector<c10::IValue>& inputs);
+  /// The emulated graph's replay: `fn` on the buffers of the call being replayed.
   void rerun_into_outputs(const Callable& fn);
-  /// Finds the outputs that are views of inputs (after the capture run).
-  void find_output_views();
+  /// After the capture run: which outputs view inputs, how each output is handed out, which
+  /// spans the aliasing checks read (Notes [Outputs], [Aliasing]).
+  void plan_outputs(const std::vector<c10::IValue>& inputs);
+  void plan_aliasing_checks(const std::vector<c10::IValue>& inputs, const RunnerOptions& options);
+  /// The outputs of one replay, as the output mode and Note [Outputs] say.
+  std::vector<c10::IValue> hand_out(const std::vector<c10::IValue>& inputs, bool safe) const;
   /// The tensors a copy between the caller's input `i` and its buffer moves (Note [Expanded
   /// tensors]).
   at::Tensor copied_part(const at::Tensor& t, std::size_t k) const {
@@ -139,19 +180,31 @@ class Entry final {
   }
 
   c10::Device device_{c10::kCPU};
-  std::vector<c10::IValue> static_inputs_;
+  // Per input position: the buffer of a dynamic input, the value of a constant, None for a
+  // static input (Note [Static inputs]: held weakly, in static_refs_).
+  std::vector<c10::IValue> inputs_;
+  std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> static_refs_;
+  const std::vector<c10::IValue>* replaying_ = nullptr;  // the call replaying, under mutex_
   std::vector<std::size_t> dynamic_positions_;
   std::vector<bool> expanded_;  // per dynamic input: copied through its unexpanded part
   std::vector<std::size_t> static_positions_;
   // Static inputs the graph writes in place (tensors marked with mark_static_address): put
   // back after capture (Note [Static inputs that are written] in entry.cpp).
   std::vector<std::size_t> static_mutated_;
-  std::vector<const void*> static_data_ptrs_;  // not owned: compared, never dereferenced
   std::vector<std::size_t> mutated_;
   std::vector<c10::IValue> static_outputs_;
   // Per output: where it lies in an input, for outputs that are (views of) inputs. Such an
   // output is rebuilt on the caller's tensor, as eager returns it (cases C24, C40).
   std::vector<std::optional<InputView>> output_views_;
+  // Per output: -1 to clone it directly, else the index of the storage copied once per call
+  // it is rebuilt on (safe mode; Note [Outputs]).
+  std::vector<std::int64_t> output_group_;
+  std::vector<at::Tensor> group_storages_;  // each as a byte tensor over the whole storage
+  SpanSet output_spans_;  // the static outputs' memory, for the copy-back check (case C30)
+  // Note [Aliasing]: the spans a written input could reach.
+  std::vector<bool> written_;        // per position: the graph writes this dynamic input
+  SpanSet static_spans_;             // every static input, when a dynamic input is written
+  SpanSet written_static_spans_;     // the static inputs the graph writes
   std::unique_ptr<DeviceGraph> graph_;
   CopyPipeline* pipeline_ = nullptr;  // not owned: pipelines live for the whole process
   std::optional<CallOrder> order_;  // the device order of calls on the buffers (case G4)
@@ -159,7 +212,6 @@ class Entry final {
   std::string detail_;
   std::string signature_;
   std::int64_t bytes_ = 0;
-  std::int64_t captures_ = 0;
   std::atomic<std::int64_t> replays_{0};  // written under mutex_, read without it
   std::atomic<std::int64_t> verifications_{0};
   std::mutex mutex_;

@@ -102,6 +102,25 @@ class EntryCache final {
     return out;
   }
 
+  /// Removes the entries whose value satisfies `dead(value)` and hands (key, value) of each to
+  /// the caller, who destroys them outside its lock. O(entries).
+  template <class Predicate>
+  std::vector<std::pair<Key, std::shared_ptr<Value>>> take_if(Predicate dead) {
+    std::vector<std::pair<Key, std::shared_ptr<Value>>> taken;
+    for (auto o = order_.begin(); o != order_.end();) {
+      auto it = slots_.find(*o);
+      if (!dead(*it->second.value)) {
+        ++o;
+        continue;
+      }
+      taken.emplace_back(*o, std::move(it->second.value));
+      bytes_ -= it->second.bytes;
+      slots_.erase(it);
+      o = order_.erase(o);
+    }
+    return taken;
+  }
+
   /// Empties the cache and hands its values to the caller, who destroys them (outside its
   /// lock: destroying an entry may need the GIL).
   std::vector<std::shared_ptr<Value>> take_all() {

@@ -76,32 +76,62 @@ void GraphRunner::reset_after_fork() {
   state_ = std::make_unique<State>(options_);
 }
 
+void GraphRunner::drop_dead_entries(const c10::TensorImpl* dying) {
+  std::vector<std::pair<Signature, std::shared_ptr<Entry>>> dead;
+  {
+    std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
+    dead = state_->cache.take_if([&](const Entry& e) { return e.lost_static_input(dying); });
+  }
+  if (dead.empty()) return;
+  std::lock_guard<std::mutex> lock(state_->layouts_mutex);
+  for (const auto& [sig, entry] : dead) {
+    auto& layout = state_->layouts[sig.layout()];
+    ++layout.lost;
+    layout.moving_position = entry->lost_position(dying);
+  }
+  // `dead` is destroyed here, outside the cache lock (see clear()).
+}
+
+std::string GraphRunner::moving_static_input(const Signature& sig,
+                                             const std::vector<c10::IValue>& inputs) {
+  std::lock_guard<std::mutex> lock(state_->layouts_mutex);
+  auto found = state_->layouts.find(sig.layout());
+  if (found == state_->layouts.end() || found->second.lost == 0) return "";
+  auto& layout = found->second;
+  if (layout.recaptures < options_.max_recaptures) {
+    ++layout.recaptures;
+    Stats::get().recaptures.fetch_add(1, std::memory_order_relaxed);
+    return "";
+  }
+  const auto i = layout.moving_position;
+  return "input " + std::to_string(i) + ": " + describe_layout(inputs[i].toTensor()) +
+         " (a parameter, buffer or state tensor read in place) was freed or replaced after " +
+         std::to_string(layout.lost) + " captures; re-captured " +
+         std::to_string(layout.recaptures) + " times (max_recaptures=" +
+         std::to_string(options_.max_recaptures) + ")";
+}
+
 std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
-                                                    const std::vector<c10::IValue>& inputs,
-                                                    const std::shared_ptr<Entry>& stale) {
+                                                    const std::vector<c10::IValue>& inputs) {
   auto& stats = Stats::get();
   std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
   // Another thread may have captured this key while we waited.
-  if (auto found = lookup(sig); found && found != stale) return found;
+  if (auto found = lookup(sig)) return found;
 
+  drop_dead_entries();  // a loss not yet reported would let this capture go uncounted
   std::shared_ptr<Entry> entry;
-  auto refusal = Entry::refusal(inputs, sig);
+  auto refusal = Entry::refusal(inputs, sig, options_);
   if (!refusal.reason.empty()) {
     entry = Entry::negative(std::move(refusal.reason), std::move(refusal.detail),
                             describe_signature(inputs, is_static_));
+  } else if (auto moving = moving_static_input(sig, inputs); !moving.empty()) {
+    // Not cached: the next call brings yet another address.
+    return Entry::negative("static_inputs_moving", std::move(moving),
+                           describe_signature(inputs, is_static_));
   } else {
     try {
       entry = Entry::capture(fn_, inputs, is_static_, *graphs_, options_);
       stats.captures.fetch_add(1, std::memory_order_relaxed);
-      if (stale) {
-        entry->set_captures(stale->captures() + 1);
-        stats.recaptures.fetch_add(1, std::memory_order_relaxed);
-        if (!recapture_logged_.exchange(true) && options_.log) {
-          options_.log("a parameter or buffer moved since capture: re-capturing; if this "
-                       "repeats (two modules sharing one compiled graph, weights reassigned "
-                       "every call), each call pays a capture");
-        }
-      }
     } catch (const Interrupt&) {
       throw;  // an interrupt is the caller's, not a reason to give up on this signature
     } catch (const std::exception& e) {
@@ -116,14 +146,14 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
                               describe_signature(inputs, is_static_));
     }
   }
-  std::shared_ptr<Entry> displaced;  // the stale entry replaced, or one evicted
+  std::shared_ptr<Entry> displaced;  // one evicted
   std::vector<std::shared_ptr<Entry>> over_budget;
   {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     displaced = state_->cache.insert(sig, entry, static_cast<std::size_t>(entry->bytes()));
     over_budget = state_->cache.evict_over_budget(sig);
   }
-  if (displaced && !stale) {
+  if (displaced) {
     stats.evictions.fetch_add(1, std::memory_order_relaxed);
     if (!evicting_logged_.exchange(true) && options_.log) {
       options_.log("entry cache full (max_entries=" + std::to_string(options_.max_entries) +
@@ -139,11 +169,20 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
                    (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest"));
     }
   }
+  if (!entry->is_negative() && options_.watch) {
+    std::vector<at::Tensor> statics;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (is_static_[i] && inputs[i].isTensor()) statics.push_back(inputs[i].toTensor());
+    }
+    if (!statics.empty()) options_.watch(statics);
+  }
   return entry;  // `displaced` and `over_budget` are destroyed here, outside the cache lock
 }
 
 std::string fallback_advice(const std::string& reason) {
-  if (reason == "aliased_inputs") return "pass separate tensors (e.g. .clone() one of them)";
+  if (reason == "aliased_inputs") {
+    return "pass separate tensors (e.g. .clone() one of them), or views that share no byte";
+  }
   if (reason == "mixed_devices") return "move every tensor input to the model's device";
   if (reason == "requires_grad") {
     return "call under torch.no_grad() or torch.inference_mode(); graphs record no autograd";
@@ -154,24 +193,28 @@ std::string fallback_advice(const std::string& reason) {
     return "an op cannot run while the device graph records (host synchronisation, a CPU round "
            "trip): move it out of the compiled region or make it a graph break";
   }
+  if (reason == "static_inputs_moving") {
+    return "a tensor the graph reads in place is replaced on every call (self.h = ...): update "
+           "it in place (self.h.copy_(...)) or pass it as an argument";
+  }
   if (reason == "verify_mismatch") {
     return "the replay does not compute what eager does: report it with the signature";
   }
   return "";
 }
 
-std::vector<c10::IValue> GraphRunner::fall_back(const Entry& entry,
+std::vector<c10::IValue> GraphRunner::fall_back(const std::string& reason,
+                                                const std::string& detail,
                                                 const std::vector<c10::IValue>& inputs) {
   RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
-  Stats::get().add_fallback(entry.reason());
+  Stats::get().add_fallback(reason);
   // A failed capture and a verification mismatch were logged when they happened.
-  const bool logged = entry.reason() == "capture_failed" || entry.reason() == "verify_mismatch";
-  if (options_.log && !logged && state_->first_fallback(entry.reason())) {
+  const bool logged = reason == "capture_failed" || reason == "verify_mismatch";
+  if (options_.log && !logged && state_->first_fallback(reason)) {
     // Nothing else tells a user whose values are right that no graph ever runs.
-    std::string message = "calls of this graph run without a graph (fallback " + entry.reason() +
-                          ")";
-    if (!entry.detail().empty()) message += ": " + entry.detail().substr(0, 300);
-    const auto hint = fallback_advice(entry.reason());
+    std::string message = "calls of this graph run without a graph (fallback " + reason + ")";
+    if (!detail.empty()) message += ": " + detail.substr(0, 300);
+    const auto hint = fallback_advice(reason);
     options_.log(message + "; " + (hint.empty() ? "see graphdispatch.stats()['fallbacks']" : hint) +
                  ". Said once per graph and reason; stats()['fallbacks'] counts every call.");
   }
@@ -207,7 +250,7 @@ void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
   check_arity(inputs);
   if (graphs_->is_capturing(device_of(inputs))) return;  // see operator()
   const auto sig = Signature::of(inputs, is_static_);
-  if (!lookup(sig)) find_or_capture(sig, inputs, nullptr);
+  if (!lookup(sig)) find_or_capture(sig, inputs);
 }
 
 std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>& inputs) {
@@ -222,12 +265,17 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
     stats.cache_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     stats.cache_misses.fetch_add(1, std::memory_order_relaxed);
-    entry = find_or_capture(sig, inputs, nullptr);
+    entry = find_or_capture(sig, inputs);
   }
-  if (entry->is_negative()) return fall_back(*entry, inputs);
-  if (!entry->static_inputs_in_place(inputs)) {
-    entry = find_or_capture(sig, inputs, entry);
-    if (entry->is_negative()) return fall_back(*entry, inputs);
+  if (entry->is_negative()) return fall_back(entry->reason(), entry->detail(), inputs);
+  if (auto overlap = entry->static_overlap(inputs)) {
+    const auto [dynamic, fixed] = *overlap;
+    return fall_back("aliased_inputs",
+                     "input " + std::to_string(dynamic) + ": " +
+                         describe_layout(inputs[dynamic].toTensor()) + " overlaps input " +
+                         std::to_string(fixed) +
+                         " (read in place) in memory, and the graph writes one of them",
+                     inputs);
   }
   if (options_.verify_replays > 0 && entry->claim_verification(options_.verify_replays)) {
     return replay_verified(sig, entry, inputs);

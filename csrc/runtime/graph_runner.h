@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -22,6 +23,17 @@ namespace graphdispatch {
 /// One line of advice for a fallback reason the runtime records ("" for one it does not know):
 /// the first-fallback warning's, and `graphdispatch.explain`'s through the bindings.
 std::string fallback_advice(const std::string& reason);
+
+// Note [Moving static inputs]
+// Static addresses are part of the key, so new weights are a new entry: one per module
+// instance sharing the graph, each replaying (case C41). A tensor that truly keeps moving (a
+// state the module reassigns every call, `self.h = f(self.h, x)`, case C35) would instead
+// capture on every call, each entry dying with the tensor it read. The runner drops an entry
+// once one of its static inputs is freed (the Python layer tells it, drop_dead_entries) and
+// counts, per input layout, the captures made after such a loss: past max_recaptures, calls
+// with new addresses for that layout run without a graph (fallback static_inputs_moving), with
+// one warning naming the input that moved. Entries already captured keep replaying. PyTorch's
+// cudagraph trees bound re-recording for the same reason.
 
 /// The runner of one compiled graph: signature → entry cache → entry → replay.
 ///
@@ -53,6 +65,12 @@ class GraphRunner final {
   std::size_t entry_bytes() const;
   /// Drops every entry (graphs reset, buffers freed).
   void clear();
+  /// Drops the entries one of whose static inputs was freed or is `dying` (a tensor being
+  /// freed now: a Python weakref callback runs before the tensor is released) (Note [Moving
+  /// static inputs]); called by the layer that watches them (RunnerOptions::watch), and on
+  /// every miss. Takes only the cache lock, so it may run from a finalizer inside a call of
+  /// this runner.
+  void drop_dead_entries(const c10::TensorImpl* dying = nullptr);
   /// In a forked child: forgets the parent's entries without resetting their graphs, and
   /// replaces the locks, which a parent thread may have held at fork.
   void reset_after_fork();
@@ -73,16 +91,27 @@ class GraphRunner final {
     }
     std::mutex warned_mutex;
     std::set<std::string> warned;
+    /// Per input layout: entries lost to a freed static input and captures since.
+    struct Layout {
+      std::int64_t lost = 0;
+      std::int64_t recaptures = 0;
+      std::size_t moving_position = 0;  // a static input whose loss was seen last
+    };
+    std::mutex layouts_mutex;
+    std::map<std::vector<std::int64_t>, Layout> layouts;
   };
 
   void check_arity(const std::vector<c10::IValue>& inputs) const;
   std::shared_ptr<Entry> lookup(const Signature& sig) const;
-  /// Finds or makes the entry for `sig` (one capture per key); `stale` is an entry whose
-  /// static inputs moved and must be replaced.
+  /// Finds or makes the entry for `sig` (one capture per key). A negative entry returned for
+  /// static_inputs_moving is not cached: it serves this call only.
   std::shared_ptr<Entry> find_or_capture(const Signature& sig,
-                                         const std::vector<c10::IValue>& inputs,
-                                         const std::shared_ptr<Entry>& stale);
-  std::vector<c10::IValue> fall_back(const Entry& entry, const std::vector<c10::IValue>& inputs);
+                                         const std::vector<c10::IValue>& inputs);
+  /// Why `sig` must not be captured because its layout keeps losing static inputs, or "".
+  std::string moving_static_input(const Signature& sig, const std::vector<c10::IValue>& inputs);
+  /// The callable on the caller's tensors, counted under `reason`.
+  std::vector<c10::IValue> fall_back(const std::string& reason, const std::string& detail,
+                                     const std::vector<c10::IValue>& inputs);
   /// A replay checked against the non-graph path; a mismatch disables the entry.
   std::vector<c10::IValue> replay_verified(const Signature& sig, const std::shared_ptr<Entry>& entry,
                                            const std::vector<c10::IValue>& inputs);
@@ -93,7 +122,6 @@ class GraphRunner final {
   RunnerOptions options_;
   std::unique_ptr<State> state_;  // released, not destroyed, after fork (reset_after_fork)
   std::atomic<bool> evicting_logged_{false};
-  std::atomic<bool> recapture_logged_{false};
   std::atomic<bool> over_budget_logged_{false};
 };
 

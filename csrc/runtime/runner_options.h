@@ -31,6 +31,10 @@ class Interrupt final : public std::exception {
   std::exception_ptr cause_;
 };
 
+/// Told the static inputs of each new entry, so the layer that owns them can drop the entry
+/// when one is freed (GraphRunner::drop_dead_entries; case C34). Called without locks held.
+using WatchSink = std::function<void(const std::vector<at::Tensor>&)>;
+
 /// Receives the runtime's log lines (first eviction, capture failures); the bindings forward
 /// them to the `graphdispatch` Python logger.
 using LogSink = std::function<void(const std::string&)>;
@@ -54,12 +58,23 @@ struct RunnerOptions final {
   /// reads them off the graph). Version counters alone miss ops that write without bumping
   /// them (batch_norm's running stats); each listed dynamic input is copied back after replay.
   std::vector<std::size_t> mutated_inputs;
+  /// True when `mutated_inputs` is complete. Otherwise (the default, and when the Python layer
+  /// could not work the writes out) every dynamic input counts as written for the aliasing
+  /// checks (Note [Aliasing]).
+  bool mutated_known = false;
+  /// False when the callable draws no random numbers: capture then never saves, restores or
+  /// locks a generator (cases C29, C33; Note [Random numbers] in entry.h).
+  bool random = true;
+  /// Captures per input layout after an entry of that layout lost a static input (Note [Moving
+  /// static inputs] in graph_runner.h); past it such calls fall back (static_inputs_moving).
+  std::int64_t max_recaptures = 8;
   /// Replays of each entry checked against the non-graph path (Note [Verified replays]).
   std::int64_t verify_replays = 0;
   /// Tolerances of that check; 0 and 0 compare exactly.
   double verify_rtol = 0.0;
   double verify_atol = 0.0;
   LogSink log;
+  WatchSink watch;
 };
 
 }  // namespace graphdispatch

@@ -1,5 +1,7 @@
 #include "runtime/signature.h"
 
+#include "runtime/memory_span.h"
+
 #include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
@@ -44,29 +46,6 @@ void append_tensor(std::vector<std::int64_t>& w, const at::Tensor& t, bool is_st
   }
 }
 
-// The bytes [begin, end) a strided tensor can touch, and its input position.
-struct Span final {
-  std::uintptr_t begin = 0;
-  std::uintptr_t end = 0;
-  std::int64_t position = 0;
-  bool operator<(const Span& other) const {
-    return begin != other.begin ? begin < other.begin : position < other.position;
-  }
-};
-
-Span span_of(const at::Tensor& t, std::int64_t position) {
-  const auto item = static_cast<std::int64_t>(t.itemsize());
-  std::int64_t low = 0, high = 0;  // element offsets from the first element, both inclusive
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    const std::int64_t extent = (t.size(d) - 1) * t.stride(d);
-    (extent < 0 ? low : high) += extent;
-  }
-  const auto first = reinterpret_cast<std::uintptr_t>(t.storage().data()) +
-                     static_cast<std::uintptr_t>(t.storage_offset() * item);
-  return {first + static_cast<std::uintptr_t>(low * item),
-          first + static_cast<std::uintptr_t>((high + 1) * item), position};
-}
-
 // PyTorch's Python names ("float32"), which users see everywhere else.
 const char* dtype_name(c10::ScalarType t) {
   switch (t) {
@@ -89,7 +68,7 @@ const char* dtype_name(c10::ScalarType t) {
 Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vector<bool>& is_static) {
   TORCH_INTERNAL_ASSERT_DEBUG_ONLY(inputs.size() == is_static.size());
   Signature sig;
-  auto& w = sig.words_;
+  auto& w = sig.layout_;
   w.reserve(inputs.size() * 10 + 8);
   c10::DeviceType device_type = c10::DeviceType::CPU;
   // The bytes each dynamic tensor spans, for the aliasing check.
@@ -100,9 +79,10 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
       const auto& t = v.toTensor();
       append_tensor(w, t, is_static[i]);
       if (t.device().type() != c10::DeviceType::CPU) device_type = t.device().type();
-      // Tensors without elements cannot alias anything.
-      if (!is_static[i] && t.numel() > 0 && t.has_storage() && t.storage().data() != nullptr) {
-        spans.push_back(span_of(t, static_cast<std::int64_t>(i)));
+      if (is_static[i]) {
+        sig.addresses_.push_back(reinterpret_cast<std::intptr_t>(t.data_ptr()));
+      } else if (auto span = span_of(t, i)) {
+        spans.push_back(*span);
       }
     } else if (v.isInt()) {
       w.push_back(kInt);
@@ -119,7 +99,7 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
     } else if (v.isNone()) {
       w.push_back(kNone);
     } else if (v.isGenerator()) {
-      // Keyed by identity only so the refusal can be cached (Entry::refusal_reason).
+      // Keyed by identity only so the refusal can be cached (Entry::refusal).
       w.push_back(kGenerator);
       w.push_back(reinterpret_cast<std::intptr_t>(v.toGenerator().unsafeGetGeneratorImpl()));
     } else {
@@ -130,23 +110,28 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
   }
   append_modes(w, device_type);
   // Views of one storage that share no byte (`latents.unbind(0)`, grids sliced from one
-  // tensor) are separate inputs: each is copied into its own buffer (case C39).
+  // tensor) are separate inputs: each is copied into its own buffer (case C39). Pairs are
+  // few (inputs are rarely views of each other), so a quadratic scan over the sorted spans
+  // stops early.
   if (spans.size() > 1) {
-    std::sort(spans.begin(), spans.end());
-    const Span* reach = &spans[0];  // the span reaching furthest so far
-    for (std::size_t k = 1; k < spans.size(); ++k) {
-      if (spans[k].begin < reach->end) {
-        if (!sig.has_aliasing_) sig.aliased_ = {reach->position, spans[k].position};
-        sig.has_aliasing_ = true;
-        w.push_back(kAlias);
-        w.push_back(reach->position);
-        w.push_back(spans[k].position);
+    std::sort(spans.begin(), spans.end(),
+              [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    for (std::size_t k = 0; k < spans.size(); ++k) {
+      for (std::size_t j = k + 1; j < spans.size() && spans[j].begin < spans[k].end; ++j) {
+        const auto pair = std::minmax(spans[k].position, spans[j].position);
+        sig.overlaps_.emplace_back(pair.first, pair.second);
       }
-      if (spans[k].end > reach->end) reach = &spans[k];
+    }
+    std::sort(sig.overlaps_.begin(), sig.overlaps_.end());
+    for (const auto& [first, second] : sig.overlaps_) {
+      w.push_back(kAlias);
+      w.push_back(static_cast<std::int64_t>(first));
+      w.push_back(static_cast<std::int64_t>(second));
     }
   }
   std::size_t h = w.size();
   for (auto word : w) h = c10::hash_combine(h, static_cast<std::size_t>(word));
+  for (auto word : sig.addresses_) h = c10::hash_combine(h, static_cast<std::size_t>(word));
   sig.hash_ = h;
   return sig;
 }

@@ -22,38 +22,40 @@ namespace graphdispatch {
 // and for the inputs' device type. Inference mode changes no kernel (entries are captured
 // outside it, Note [Inference mode] in entry.h): a key holding it would capture a graph at
 // compile time, where Dynamo turns it off, that no call under torch.inference_mode() uses
-// (case C25). Dynamic inputs whose bytes overlap add which inputs overlap, so an aliasing
-// call never hits an entry captured without it; views of one storage that share no byte are
-// independent inputs (case C39).
+// (case C25). Dynamic inputs whose bytes overlap add which inputs overlap (Note [Aliasing]).
+//
+// The *layout* is all of the above; the key adds the static inputs' data pointers, since a
+// graph reads them at the addresses it was captured with. So one FX graph serving several
+// modules (instances of one class, experts) gets one entry per set of weights, each replaying
+// (case C41), and a moved parameter is a new key rather than a stale entry.
 
 /// A complete cache key: a flat word encoding plus its hash. Value type, cheap to move.
 class Signature final {
  public:
   /// The key of one call. `is_static[i]` marks inputs Dynamo lifted (parameters, buffers);
-  /// they are keyed like other tensors but never checked for aliasing, since they are not
-  /// copied. Throws c10::Error naming the position for an input kind the key cannot hold.
+  /// they are keyed with their addresses and never checked against each other for aliasing,
+  /// since they are not copied. Throws c10::Error naming the position for an input kind the key
+  /// cannot hold.
   static Signature of(const std::vector<c10::IValue>& inputs, const std::vector<bool>& is_static);
 
   bool operator==(const Signature& other) const {
-    return hash_ == other.hash_ && words_ == other.words_;
+    return hash_ == other.hash_ && addresses_ == other.addresses_ && layout_ == other.layout_;
   }
   std::size_t hash() const { return hash_; }
-  /// True when the bytes of two dynamic inputs overlap: such calls are served by the fallback
-  /// path.
-  bool has_aliasing() const { return has_aliasing_; }
-  /// (earlier, later) positions of the first two overlapping dynamic inputs found, when
-  /// has_aliasing().
-  std::pair<std::int64_t, std::int64_t> aliased() const { return aliased_; }
+  /// The key without the static inputs' addresses: equal for two sets of weights of one module.
+  const std::vector<std::int64_t>& layout() const { return layout_; }
+  /// Every (earlier, later) pair of dynamic input positions whose bytes overlap.
+  const std::vector<std::pair<std::size_t, std::size_t>>& overlaps() const { return overlaps_; }
 
   struct Hasher {
     std::size_t operator()(const Signature& s) const { return s.hash_; }
   };
 
  private:
-  std::vector<std::int64_t> words_;
+  std::vector<std::int64_t> layout_;
+  std::vector<std::int64_t> addresses_;
   std::size_t hash_ = 0;
-  bool has_aliasing_ = false;
-  std::pair<std::int64_t, std::int64_t> aliased_{-1, -1};
+  std::vector<std::pair<std::size_t, std::size_t>> overlaps_;
 };
 
 /// "[2, 3]/float32" — the form the mismatch message uses.

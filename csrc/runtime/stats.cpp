@@ -29,6 +29,8 @@ void Stats::reset() {
 void Stats::reset_after_fork() {
   (void)fallbacks_mutex_.release();
   fallbacks_mutex_ = std::make_unique<std::mutex>();
+  live_entries.store(0, std::memory_order_relaxed);
+  live_entry_bytes.store(0, std::memory_order_relaxed);
   reset();
 }
 

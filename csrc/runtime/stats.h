@@ -28,6 +28,11 @@ class Stats final {
   std::atomic<std::int64_t> recaptures{0};
   /// Replays checked against the non-graph path (verify_replays).
   std::atomic<std::int64_t> verified_replays{0};
+  /// Gauges, not totals (reset() leaves them): captured entries alive in this process and the
+  /// bytes they hold (Entry::bytes). A forked child starts from zero: the parent's entries are
+  /// not its own.
+  std::atomic<std::int64_t> live_entries{0};
+  std::atomic<std::int64_t> live_entry_bytes{0};
 
   void add_fallback(const std::string& reason);
   std::map<std::string, std::int64_t> fallbacks() const;

@@ -99,15 +99,21 @@ TEST_F(GraphRunnerTest, SafeOutputsAreNotOverwrittenByLaterReplays) {
   EXPECT_TRUE(at::equal(y1, a1 * 2 + b1));
 }
 
-TEST_F(GraphRunnerTest, UnsafeOutputsAreTheStaticOutputs) {
+TEST_F(GraphRunnerTest, UnsafeOutputsAreFreshTensorsOverTheStaticOutputs) {
   RunnerOptions options;
   options.safe_output_mode = false;
   GraphRunner runner(mul_add, {false, false}, factory, options);
   auto y1 = runner({at::randn({4}), at::randn({4})})[0].toTensor();
+  y1.unsqueeze_(0);  // the caller's metadata change stays on the caller's object (case C31)
   auto a2 = at::randn({4}), b2 = at::randn({4});
   auto y2 = runner({a2, b2})[0].toTensor();
-  EXPECT_TRUE(y1.is_same(y2));  // documented contract: valid until the next replay
+  EXPECT_FALSE(y1.is_same(y2));
+  EXPECT_EQ(y1.data_ptr(), y2.data_ptr());  // documented contract: valid until the next replay
+  EXPECT_EQ(y2.sizes(), at::IntArrayRef({4}));
   EXPECT_TRUE(at::equal(y2, a2 * 2 + b2));
+  // Growing it would move the memory the graph writes: its storage cannot be resized.
+  EXPECT_THROW(y2.resize_({1000}), c10::Error);
+  EXPECT_TRUE(at::equal(runner({a2, b2})[0].toTensor(), a2 * 2 + b2));
 }
 
 TEST_F(GraphRunnerTest, EvictionResetsGraphsAndSurvivorsStayCorrect) {
@@ -131,7 +137,7 @@ TEST_F(GraphRunnerTest, CopySkippedWhenCallerPassesTheBuffer) {
   runner({a, b});
   auto entry = runner.entry_for({a, b});
   ASSERT_NE(entry, nullptr);
-  auto buffers = entry->static_inputs();
+  auto buffers = entry->arguments({a, b});
   buffers[0].toTensor().copy_(a);
   const auto copied_before = Stats::get().bytes_copied.load();
   auto out = runner({buffers[0], b});
@@ -177,18 +183,104 @@ TEST_F(GraphRunnerTest, CaptureFailureBecomesNegativeEntryAndFallsBack) {
   EXPECT_EQ(factory->log.created, 1);  // not retried on every call
 }
 
-TEST_F(GraphRunnerTest, MovedStaticInputRecaptures) {
+TEST_F(GraphRunnerTest, EachSetOfWeightsGetsItsOwnEntry) {
   auto linear = [](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
     return {at::matmul(in[0].toTensor(), in[1].toTensor())};
   };
   GraphRunner runner(linear, {false, true}, factory, RunnerOptions{});
   auto x = at::randn({2, 4});
-  auto w1 = at::randn({4, 4});
-  EXPECT_TRUE(at::allclose(runner({x, w1})[0].toTensor(), at::matmul(x, w1)));
-  auto w2 = at::randn({4, 4});
-  EXPECT_TRUE(at::allclose(runner({x, w2})[0].toTensor(), at::matmul(x, w2)));
-  EXPECT_EQ(Stats::get().recaptures, 1);
-  EXPECT_EQ(runner.num_entries(), 1u);
+  auto w1 = at::randn({4, 4}), w2 = at::randn({4, 4});
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& w : {w1, w2}) {
+      EXPECT_TRUE(at::allclose(runner({x, w})[0].toTensor(), at::matmul(x, w)));
+    }
+  }
+  EXPECT_EQ(Stats::get().captures, 2);  // case C41: one per weight set, then replays
+  EXPECT_EQ(Stats::get().replays, 6);
+  EXPECT_EQ(Stats::get().recaptures, 0);
+  EXPECT_EQ(runner.num_entries(), 2u);
+}
+
+TEST_F(GraphRunnerTest, EntriesHoldStaticInputsWeakly) {
+  auto linear = [](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
+    return {at::matmul(in[0].toTensor(), in[1].toTensor())};
+  };
+  const auto live_before = Stats::get().live_entries.load();
+  const auto bytes_before = Stats::get().live_entry_bytes.load();
+  GraphRunner runner(linear, {false, true}, factory, RunnerOptions{});
+  auto x = at::randn({2, 4});
+  auto w = at::randn({4, 4});
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weak(w.getIntrusivePtr());
+  runner({x, w});
+  runner({x, w});
+  EXPECT_EQ(Stats::get().live_entries - live_before, 1);
+  EXPECT_GT(Stats::get().live_entry_bytes - bytes_before, 0);
+  w.reset();
+  EXPECT_TRUE(weak.expired());  // case C34: the entry does not keep the weight alive
+  runner.drop_dead_entries();
+  EXPECT_EQ(runner.num_entries(), 0u);
+  EXPECT_EQ(Stats::get().live_entries.load(), live_before);
+  EXPECT_EQ(Stats::get().live_entry_bytes.load(), bytes_before);
+}
+
+TEST_F(GraphRunnerTest, StaticInputThatKeepsMovingFallsBackAfterMaxRecaptures) {
+  auto step = [](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
+    return {in[0].toTensor() * 0.5 + in[1].toTensor()};
+  };
+  RunnerOptions options;
+  options.max_recaptures = 2;
+  std::vector<std::string> logged;
+  options.log = [&](const std::string& m) { logged.push_back(m); };
+  GraphRunner runner(step, {true, false}, factory, options);
+  auto x = at::randn({4});
+  auto h = at::zeros({4});
+  for (int i = 0; i < 6; ++i) {
+    auto expected = h * 0.5 + x;
+    auto next = runner({h, x})[0].toTensor();
+    EXPECT_TRUE(at::allclose(next, expected));
+    h = next;  // the state is replaced: the entry that read the old one can never replay
+    runner.drop_dead_entries();
+  }
+  EXPECT_EQ(Stats::get().captures, 3);  // case C35: 1 + max_recaptures
+  EXPECT_EQ(Stats::get().recaptures, 2);
+  EXPECT_EQ(Stats::get().fallbacks().at("static_inputs_moving"), 3);
+  int warnings = 0;
+  for (const auto& m : logged) warnings += m.find("static_inputs_moving") != std::string::npos;
+  EXPECT_EQ(warnings, 1);
+}
+
+TEST_F(GraphRunnerTest, WrittenInputOverlappingAStaticInputFallsBack) {
+  // Case C27: forward(view): view.add_(1); return buf.sum(), called with buf[0].
+  auto write_then_read = [](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
+    in[0].toTensor().add_(1);
+    return {in[1].toTensor().sum()};
+  };
+  RunnerOptions options;
+  options.mutated_known = true;
+  options.mutated_inputs = {0};
+  GraphRunner runner(write_then_read, {false, true}, factory, options);
+  auto buf = at::zeros({4});
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(runner({buf.narrow(0, 0, 1), buf})[0].toTensor().item<float>(), 1.0f * i);
+  }
+  EXPECT_EQ(Stats::get().fallbacks().at("aliased_inputs"), 3);
+  // A separate tensor is no alias: the same entry replays.
+  auto other = at::zeros({1});
+  EXPECT_EQ(runner({other, buf})[0].toTensor().item<float>(), 3.0f);
+  EXPECT_EQ(Stats::get().fallbacks().at("aliased_inputs"), 3);
+  EXPECT_TRUE(at::equal(other, at::ones({1})));
+}
+
+TEST_F(GraphRunnerTest, OverlappingInputsThatNothingWritesAreCaptured) {
+  RunnerOptions options;
+  options.mutated_known = true;  // mul_add writes nothing
+  GraphRunner runner(mul_add, {false, false}, factory, options);
+  auto base = at::randn({100});
+  auto a = base.narrow(0, 0, 10), b = base.narrow(0, 5, 10);
+  runner({a, b});
+  EXPECT_TRUE(at::equal(runner({a, b})[0].toTensor(), a * 2 + b));
+  EXPECT_EQ(Stats::get().fallbacks().count("aliased_inputs"), 0u);
+  EXPECT_EQ(Stats::get().replays, 2);
 }
 
 TEST_F(GraphRunnerTest, AliasedDynamicInputsFallBack) {

@@ -65,11 +65,14 @@ def stats() -> dict[str, Any]:
     fallback; a thread that found nothing and then waited for another thread's capture of
     the same signature counts as a miss), evictions (by max_entries or max_entry_bytes),
     copies_skipped, bytes_copied (bytes of dynamic inputs copied into
-    entry buffers), recaptures (a parameter moved), verified_replays (replays checked against
+    entry buffers), recaptures (captures after a tensor read in place was freed or replaced,
+    bounded by max_recaptures), verified_replays (replays checked against
     the non-graph path, verify_replays), fallbacks ({reason: calls served by the
     non-graph path}: aliased_inputs, mixed_devices, requires_grad, unsupported_tensor,
-    capture_failed, explicit_generator, data_dependent, verify_mismatch), routes
-    ({route: graphs compiled since the last reset}). Counters are per process; a forked
+    capture_failed, explicit_generator, data_dependent, verify_mismatch,
+    static_inputs_moving), routes ({route: graphs compiled since the last reset}); and two
+    gauges that reset() leaves alone: entries (captured entries alive now) and entry_bytes
+    (bytes they hold: input buffers plus graph memory). Counters are per process; a forked
     child starts from zero.
     """
     from . import _C

@@ -36,8 +36,9 @@ import torch
 from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
 from .device_graphs import choose_kind, make_factory, warn_without_warmup
+from .entry_lifetime import StaticInputWatch
 from .graph_analysis import (describe_node, flat_output, graph_refusal, is_static_input,
-                             marked_static_address, mutated_inputs)
+                             graph_effects, marked_static_address)
 
 log = logging.getLogger("graphdispatch")
 
@@ -226,8 +227,9 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
     # A parameter or buffer the graph writes (running stats) is treated as dynamic: warmup and
     # capture then write the entry's copy, and each call writes the caller's tensor once.
-    mutated = mutated_inputs(gm)
-    if mutated is None:
+    effects = graph_effects(gm)
+    mutated = effects.mutated
+    if mutated is None:  # unknown: the runtime counts every dynamic input as written
         mutated = []
         is_static = [s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)]
     # A tensor marked with torch._dynamo.mark_static_address (a KV cache) stays static even
@@ -237,14 +239,18 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
                  for i, (s, v) in enumerate(zip(is_static, example_inputs))]
     # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
     exact = route == ROUTE_GRAPH_ONLY
+    watch = StaticInputWatch()
     runner = _C.GraphRunner(
         fn, is_static, graph_factory(kind),
         safe_output_mode=options["safe_output_mode"], warmup_iters=options["warmup_iters"],
         copy_stream=options["copy_stream"], max_entries=options["max_entries"],
-        eviction=options["eviction"], log=log.warning, mutated_inputs=mutated,
+        eviction=options["eviction"], log=log.warning,
+        mutated_inputs=mutated if effects.mutated is not None else None,
+        random=effects.random, max_recaptures=options["max_recaptures"], watch=watch,
         max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
         verify_rtol=0.0 if exact else options["verify_rtol"],
         verify_atol=0.0 if exact else options["verify_atol"])
+    watch.bind(runner)
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
     record.runner, record.is_static, record.mutated = runner, is_static, mutated
@@ -266,7 +272,7 @@ class Backend:
     Options (design 2.1; see ``graphdispatch.config`` for each one's meaning and default):
     graph_only, graph_with_compile, lazy_capture, max_entries, eviction, safe_output_mode,
     warmup_iters, copy_stream, device_graph, max_entry_bytes, verify_replays, verify_rtol,
-    verify_atol; ``-`` or ``_`` in keys; MindIE-SD's
+    verify_atol, max_recaptures; ``-`` or ``_`` in keys; MindIE-SD's
     ``aclgraph_*`` names as aliases. ``mode`` is None, "default" or "reduce-overhead" (the
     graph_with_compile route). Raises TypeError/ValueError naming the key for an invalid
     option, before any work.

@@ -69,6 +69,13 @@ verify_replays: int = 0
 # |replay - expected| <= verify_atol + verify_rtol * |expected|.
 verify_rtol: float = 1e-5
 verify_atol: float = 1e-6
+# Captures a compiled graph may make, per input layout, after a tensor it reads in place (a
+# parameter, buffer or state tensor) was freed or replaced: past it, such calls run without a
+# graph (fallback static_inputs_moving, one warning naming the input). New weight sets that stay
+# alive (module instances, experts sharing one graph) each get an entry and do not count.
+# PyTorch's cudagraph trees bound re-recording for the same reason
+# (triton.cudagraph_unexpected_rerecord_limit).
+max_recaptures: int = 8
 
 _TYPES: dict[str, type] = {
     "graph_only": bool,
@@ -84,6 +91,7 @@ _TYPES: dict[str, type] = {
     "verify_replays": int,
     "verify_rtol": float,
     "verify_atol": float,
+    "max_recaptures": int,
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "eviction": ("fifo", "lru"),
@@ -98,6 +106,7 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "warmup_iters": (0, _INT64_MAX),
     "max_entry_bytes": (0, _INT64_MAX),
     "verify_replays": (0, _INT64_MAX),
+    "max_recaptures": (0, _INT64_MAX),
 }
 # Inclusive bounds of every float option: finite (NaN or inf tolerances would make the check
 # pass or fail whatever the values) and non-negative.

@@ -67,8 +67,8 @@ class Explanation:
             lines.append(f"  entries ({len(g['entries'])}):")
             for e in g["entries"]:
                 state = "captured" if e["captured"] else f"refused ({e['reason']})"
-                lines.append(f"    {state}, {e['bytes']} bytes, {e['captures']} capture(s), "
-                             f"{e['replays']} replay(s): {_dynamic_part(e['signature'])}")
+                lines.append(f"    {state}, {e['bytes']} bytes, {e['replays']} replay(s): "
+                             f"{_dynamic_part(e['signature'])}")
             if not g["fallbacks"]:
                 lines.append("  fallbacks: none")
             for f in g["fallbacks"]:

@@ -1,11 +1,13 @@
 """What the backend reads off an FX graph before capturing it: which inputs are static, which
-the graph writes, whether its output is flat, and whether it can be captured at all.
+the graph writes, whether it draws random numbers, whether its output is flat, and whether it
+can be captured at all.
 
 Every function here inspects Dynamo's graph and metadata; none runs the model on real data.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -68,11 +70,26 @@ def describe_node(node: torch.fx.Node) -> str:
 _UNMARKED_RUNNING_STATS = ("aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm")
 
 
-def mutated_inputs(gm: torch.fx.GraphModule) -> list[int] | None:
-    """Positions of the inputs ``gm`` writes to, or None when that cannot be worked out.
+@dataclasses.dataclass(frozen=True)
+class Effects:
+    """What running the graph does besides computing its outputs.
 
-    Read from the schemas (``Tensor(a!)``) of the ops a run on fake copies dispatches, not
-    from version counters, which some in-place kernels (batch_norm's running stats) never bump.
+    ``mutated``: positions of the inputs the graph writes to, or None when that cannot be
+    worked out. ``random``: True when an op draws from a generator (``torch.Tag.
+    nondeterministic_seeded``: randn, dropout in training, bernoulli...), or when the ops could
+    not be worked out; the runtime saves and restores the generator around capture only then
+    (cases C29, C33).
+    """
+
+    mutated: list[int] | None
+    random: bool
+
+
+def graph_effects(gm: torch.fx.GraphModule) -> Effects:
+    """The ``Effects`` of ``gm``, read from the ops a run on fake copies dispatches.
+
+    Writes come from the schemas (``Tensor(a!)``), not from version counters, which some
+    in-place kernels (batch_norm's running stats) never bump.
     """
     from torch._subclasses.fake_tensor import FakeTensor
     from torch.utils import _pytree as pytree
@@ -82,12 +99,15 @@ def mutated_inputs(gm: torch.fx.GraphModule) -> list[int] | None:
     # The mode Dynamo traced with (the tracing context may already hold another one).
     mode = next((f.fake_mode for f in fakes if isinstance(f, FakeTensor)), None)
     if mode is None:
-        return None
+        return Effects(None, True)
     written: set[int] = set()
+    random = False
 
-    class RecordWrites(TorchDispatchMode):
+    class RecordEffects(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            nonlocal random
             kwargs = kwargs or {}
+            random = random or torch.Tag.nondeterministic_seeded in func.tags
             for k, arg in enumerate(func._schema.arguments):
                 value = args[k] if k < len(args) else kwargs.get(arg.name)
                 writes = arg.alias_info is not None and arg.alias_info.is_write
@@ -102,13 +122,13 @@ def mutated_inputs(gm: torch.fx.GraphModule) -> list[int] | None:
     try:
         with mode:
             copies = [f.clone() if isinstance(f, torch.Tensor) else f for f in fakes]
-            with RecordWrites():
+            with RecordEffects():
                 gm.forward(*copies)
     except Exception as error:  # an op fake tensors cannot run: the caller assumes the worst
-        log.info("could not work out which inputs the graph mutates: %s", error)
-        return None
-    return [i for i, c in enumerate(copies)
-            if isinstance(c, torch.Tensor) and c.untyped_storage()._cdata in written]
+        log.info("could not work out what the graph writes and draws: %s", error)
+        return Effects(None, True)
+    return Effects([i for i, c in enumerate(copies)
+                    if isinstance(c, torch.Tensor) and c.untyped_storage()._cdata in written], random)
 
 
 def flat_output(gm: torch.fx.GraphModule) -> bool:
