@@ -23,8 +23,8 @@ every repeat:
 Overhead = wrapper minus direct; the ratio is C++ overhead / Python overhead. Two scenarios:
 "copy" passes the caller's own tensors (never the entry's buffers, so every dynamic input is
 copied, 64 bytes each); "in place" passes the entry's buffers (``runner.static_inputs``), so the
-copies are skipped. Target (from the issue): at N = 64 the C++ overhead is at most a fifth of the
-Python one. Writes the section ``## Replay host overhead`` of bench/RESULTS.md (other sections
+copies are skipped. Targets (from the issues): the C++ overhead is at most 0.2x the Python one at
+N = 64 and at most 0.45x at N = 1. Writes the section ``## Replay host overhead`` of bench/RESULTS.md (other sections
 are kept) unless ``--no-write``.
 
     .venv/bin/python bench/overhead.py --baseline-extension OLD_C.so [--extension NEW_C.so]
@@ -60,8 +60,9 @@ from graphdispatch import _C
 from graphdispatch.device_graphs import make_factory
 
 SIZES = (1, 8, 64, 256)
-TARGET_N = 64
-TARGET_RATIO = 0.2
+# The issue's targets: C++ overhead / Python overhead at most this, per N, in both scenarios.
+TARGETS = {64: 0.2, 1: 0.45}
+TARGET_N = 64  # the N the verdict breaks down
 NUMEL = 16
 ALIGNMENT_BYTES = 16  # the C++ key's storage-offset alignment
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -193,8 +194,8 @@ def report(results: dict[int, dict[str, dict[str, float]]], repeats: int, calls:
             r = by_scenario[scenario]
             cpp, py = r["cpp"] - r["direct"], r["python"] - r["direct"]
             ratio = cpp / py
-            if n == TARGET_N:
-                met = met and ratio <= TARGET_RATIO
+            if n in TARGETS:
+                met = met and ratio <= TARGETS[n]
             lines.append(f"{scenario:<9} {n:>4} {r['direct']:>8.2f} {r['cpp']:>11.2f} "
                          f"{r['python']:>12.2f} {cpp:>8.2f} {py:>8.2f} {ratio:>6.3f}")
     load = os.getloadavg()[0]
@@ -256,7 +257,7 @@ def write_section(body: str, section: str = SECTION) -> None:
     text = RESULTS.read_text() if RESULTS.exists() else ""
     pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.M | re.S)
     if pattern.search(text):
-        text = pattern.sub(lambda _: body, text, count=1)
+        text = pattern.sub(lambda _: body.rstrip("\n") + "\n\n", text, count=1)
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + body
     RESULTS.write_text(text)
@@ -301,11 +302,16 @@ def main() -> None:
     check_counters(len(SIZES) * args.repeats * args.calls)
     table, met = report(results, args.repeats, args.calls)
     print(table)
+    def ratios(n: int) -> list[float]:
+        return [(r["cpp"] - r["direct"]) / (r["python"] - r["direct"])
+                for r in (results[n]["copy"], results[n]["in place"])]
+
+    verdict = "**" + "; ".join(
+        f"at N = {n} the C++ overhead is {ratios(n)[0]:.2f}x (copies) and {ratios(n)[1]:.2f}x "
+        f"(in place) of the Python implementation's (target: at most {target:g}x)"
+        for n, target in TARGETS.items())
+    verdict = verdict[:2] + verdict[2].upper() + verdict[3:] + f". Targets {'met' if met else 'missed'}.**"
     row = results[TARGET_N]["copy"], results[TARGET_N]["in place"]
-    ratios = [(r["cpp"] - r["direct"]) / (r["python"] - r["direct"]) for r in row]
-    verdict = (f"**At N = {TARGET_N} the C++ overhead is {ratios[0]:.2f}x (copies) and "
-               f"{ratios[1]:.2f}x (in place) of the Python implementation's. Target (at most "
-               f"{TARGET_RATIO:g}x): {'met' if met else 'missed'}.**")
     copies = row[0]["cpp"] - row[1]["cpp"]
     verdict += (f" Of the C++ runner's {row[0]['cpp'] - row[0]['direct']:.1f} µs at N = {TARGET_N} "
                 f"with copies, copying the {TARGET_N - TARGET_N // 2} dynamic inputs (copy minus "
