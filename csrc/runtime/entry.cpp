@@ -397,8 +397,9 @@ std::vector<c10::IValue> Entry::hand_out(const std::vector<c10::IValue>& inputs,
       }
       // A storage of its own that cannot be resized, over the static output's memory, which it
       // keeps alive (Note [Outputs]).
-      outputs.emplace_back(at::from_blob(
-          out.data_ptr(), out.sizes(), out.strides(), [keep = out](void*) {}, out.options()));
+      // The device is given, so from_blob does not ask the driver where the pointer lives.
+      outputs.emplace_back(at::from_blob(out.data_ptr(), out.sizes(), out.strides(),
+                                         [keep = out](void*) {}, out.options(), out.device()));
       continue;
     }
     const auto group = output_group_[k];
