@@ -181,7 +181,9 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
 
 std::string fallback_advice(const std::string& reason) {
   if (reason == "aliased_inputs") {
-    return "pass separate tensors (e.g. .clone() one of them), or views that share no byte";
+    return "pass separate tensors (e.g. .clone() one of them), or views that share no byte; for "
+           "a buffer that views another buffer, torch._dynamo.mark_static_address(it) makes the "
+           "graph write it in place";
   }
   if (reason == "mixed_devices") return "move every tensor input to the model's device";
   if (reason == "requires_grad") {
