@@ -22,42 +22,46 @@ def live_entries():
 
 # ---- C34: deleting a model frees its weights and its entries ---------------------------------
 
-class Small(torch.nn.Module):
+def collected(weight):
+    """After a garbage collection, the weight ``weight`` refers to is freed; the live entries."""
+    gc.collect()
+    assert weight() is None, "the captured entries keep the deleted model's weights alive"
+    return live_entries()
+
+
+class Block(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.lin = torch.nn.Linear(16, 16)
+        self.lin = torch.nn.Linear(8, 8)
 
     def forward(self, x):
-        return torch.relu(self.lin(x))
+        return torch.tanh(self.lin(x))
 
 
 @pytest.mark.parametrize("options", ROUTES)
 def test_c34_deleting_the_model_frees_its_weights_and_entries(options):
     before = stats()
-    model = Small()
+    model = Block()
     G = compiled(model, options)
     with torch.no_grad():
         for batch in (2, 2, 3):  # two signatures at least: two entries
-            x = torch.randn(batch, 16)
+            x = torch.randn(batch, 8)
             torch.testing.assert_close(G(x), model(x))
     during = stats()
     assert during["captures"] >= 1 and during["fallbacks"] == {}
 
     weight = weakref.ref(model.lin.weight)
     del model, G
-    gc.collect()
-    freed = weight() is None
-    assert freed, "the captured entries keep the deleted model's weights alive"
-    after = live_entries()
+    after = collected(weight)
     # Not vacuous: entries held buffers while the model lived; all of it went with the model.
     assert during["entries"] > before["entries"] and during["entry_bytes"] > before["entry_bytes"]
     assert after == (before["entries"], before["entry_bytes"])
 
 
 def test_c34_deleting_one_model_keeps_the_other_replaying():
-    a, b = Small(), Small()  # one class: Dynamo may hand both the same FX graph
+    a, b = Block(), Block()  # one class: Dynamo may hand both the same FX graph
     Ga, Gb = compiled(a), compiled(b)
-    x = torch.randn(2, 16)
+    x = torch.randn(2, 8)
     with torch.no_grad():
         for round in range(2):
             torch.testing.assert_close(Ga(x), a(x))
@@ -68,10 +72,7 @@ def test_c34_deleting_one_model_keeps_the_other_replaying():
         assert both["captures"] == warm["captures"]  # each model's weights keep their own entry
         weight = weakref.ref(a.lin.weight)
         del a, Ga
-        gc.collect()
-        freed = weight() is None
-        assert freed, "the captured entries keep the deleted model's weights alive"
-        left = live_entries()
+        left = collected(weight)
         assert left[0] < both["entries"] and left[1] < both["entry_bytes"]
         captures, replays = stats()["captures"], stats()["replays"]
         for _ in range(3):
@@ -132,15 +133,6 @@ def test_c35_moving_state_recaptures_a_bounded_number_of_times(registered, max_r
 
 
 # ---- C41: one FX graph, several module instances ---------------------------------------------
-
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 8)
-
-    def forward(self, x):
-        return torch.tanh(self.lin(x))
-
 
 class RoundRobin(torch.nn.Module):
     def __init__(self, n=6):

@@ -145,6 +145,20 @@ def test_c31_unsafe_outputs_are_new_objects_over_the_static_storage():
 
 # ---- C37: outputs that view one another keep eager's aliasing and strides --------------------
 
+def write_first_and_compare(G, fn, x, safe):
+    """G(x) against fn(x): layouts and sharing as eager's; then a write to the first output
+    reaches the others as in eager. Returns eager's outputs."""
+    got, expected = G(x), fn(x)
+    for g, e in zip(got, expected):
+        assert_same_layout(g, e)
+    assert_same_sharing(got, expected, same_storage_objects=safe)
+    got[0].add_(100)
+    expected[0].add_(100)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+    return expected
+
+
 def tensor_and_views(x):
     y = x * 2 + 1  # computed, not an input
     return y, y[0], y.t()
@@ -154,15 +168,7 @@ def tensor_and_views(x):
 def test_c37_outputs_viewing_one_tensor_see_each_others_writes(safe):
     G = compiled(tensor_and_views, safe_output_mode=safe)
     for _ in range(3):
-        x = torch.randn(3, 4)
-        got, expected = G(x), tensor_and_views(x)
-        for g, e in zip(got, expected):
-            assert_same_layout(g, e)
-        assert_same_sharing(got, expected, same_storage_objects=safe)
-        got[0].add_(100)
-        expected[0].add_(100)
-        for g, e in zip(got, expected):
-            torch.testing.assert_close(g, e)
+        write_first_and_compare(G, tensor_and_views, torch.randn(3, 4), safe)
     assert stats()["fallbacks"] == {} and stats()["replays"] == 3
 
 
@@ -190,16 +196,9 @@ def strided_views(x):
 def test_c37_strided_view_outputs_keep_eager_strides(safe):
     G = compiled(strided_views, safe_output_mode=safe)
     for _ in range(3):
-        x = torch.randn(3, 12)
-        got, expected = G(x), strided_views(x)
+        # A write to the even columns: eager's row view sees half of it.
+        expected = write_first_and_compare(G, strided_views, torch.randn(3, 12), safe)
         assert expected[0].stride() == (12, 2)
-        for g, e in zip(got, expected):
-            assert_same_layout(g, e)
-        assert_same_sharing(got, expected, same_storage_objects=safe)
-        got[0].add_(100)  # the even columns; eager's row view sees half of it
-        expected[0].add_(100)
-        for g, e in zip(got, expected):
-            torch.testing.assert_close(g, e)
     assert stats()["fallbacks"] == {} and stats()["replays"] == 3
 
 

@@ -18,6 +18,7 @@ from torch._dynamo.utils import counters
 import graphdispatch
 
 from cases_helpers import GRAPH_ONLY, compiled, stats
+from fork_child import FORK_HELPER
 
 
 def no_random_ops(x):
@@ -104,8 +105,8 @@ def test_c29_random_ops_are_reproducible_from_a_seed_whatever_the_cache_state():
 
 # ---- C33: fork while another thread is inside the generator ----------------------------------
 
-FORK_SCRIPT = textwrap.dedent('''
-    import json, os, select, signal, threading, time
+FORK_SCRIPT = FORK_HELPER + textwrap.dedent('''
+    import json, threading, time
     import torch, graphdispatch
 
     def f(x):
@@ -124,37 +125,6 @@ FORK_SCRIPT = textwrap.dedent('''
 
     threading.Thread(target=busy, daemon=True).start()
     time.sleep(0.2)
-
-    def in_child(fn, timeout):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            try:
-                out = {"ok": True, "value": fn()}
-            except BaseException as error:
-                out = {"ok": False, "error": repr(error)}
-            os.write(w, json.dumps(out).encode())
-            os._exit(0)
-        os.close(w)
-        deadline, data = time.monotonic() + timeout, b""
-        while True:
-            left = deadline - time.monotonic()
-            ready = select.select([r], [], [], left)[0] if left > 0 else []
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                os.close(r)
-                return {"ok": False, "error": f"timeout: the child hung for {timeout} s"}
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            data += chunk
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
-            return {"ok": False, "error": f"child exit status {status}"}
-        return json.loads(data) if data else {"ok": False, "error": "no result"}
 
     def eager():
         return f(x).tolist()

@@ -4,7 +4,7 @@ graphs. Every child wait has a 10 s timeout, so a deadlock fails the test instea
 
 from __future__ import annotations
 
-from plugin_helpers import FORK_HELPER
+from fork_child import FORK_HELPER
 
 
 def test_fork_after_import_child_uses_api(run_py):  # C20(a)
