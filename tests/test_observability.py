@@ -284,3 +284,29 @@ def test_warmup_shows_a_bar_on_a_terminal(monkeypatch):
     delta = graphdispatch.warmup(G, [torch.randn(n) for n in (1, 2, 3)])
     assert delta["captures"] == 3
     assert "graphdispatch warm-up" in terminal.getvalue() and "3/3" in terminal.getvalue()
+
+
+class ViewParameter(torch.nn.Module):
+    """A parameter that views another, written in place: both are read where they are."""
+
+    def __init__(self):
+        super().__init__()
+        self.base = torch.nn.Parameter(torch.arange(12.0).reshape(3, 4))
+        self.row = torch.nn.Parameter(self.base.data[1])
+
+    def forward(self, x):
+        self.row.add_(x)
+        return self.base.sum(), self.row * 1
+
+
+def test_verified_replays_of_a_written_parameter_that_views_another():
+    model, eager = ViewParameter(), ViewParameter()
+    G = compiled(model, verify_replays=2)
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.ones(4)
+            for got, expected in zip(G(x), eager(x)):
+                torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    torch.testing.assert_close(model.base, eager.base, rtol=0, atol=0)
+    stats = graphdispatch.stats()
+    assert stats["verified_replays"] == 2 and stats["replays"] == 4 and stats["fallbacks"] == {}

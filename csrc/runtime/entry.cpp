@@ -56,6 +56,14 @@ class RngStateGuard final {
 
 }  // namespace
 
+namespace {
+thread_local int capture_depth = 0;
+}  // namespace
+
+CaptureScope::CaptureScope() { ++capture_depth; }
+CaptureScope::~CaptureScope() { --capture_depth; }
+bool capturing_on_this_thread() { return capture_depth > 0; }
+
 c10::Device device_of(const std::vector<c10::IValue>& inputs) {
   for (const auto& v : inputs) {
     if (v.isTensor() && !v.toTensor().is_cpu()) return v.toTensor().device();
@@ -138,6 +146,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
     } else if (is_static[i]) {
       e->static_positions_.push_back(i);
       e->static_refs_.emplace_back(v.toTensor().getIntrusivePtr());
+      e->static_data_ptrs_.push_back(v.toTensor().data_ptr());
       e->inputs_.emplace_back();
       if (listed(i)) e->static_mutated_.push_back(i);
     } else {
@@ -166,38 +175,46 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   // One capture per device at a time (Note on CopyPipeline::capture_mutex); the stream scopes
   // order the warmup and capture streams against the caller's on entry and on every exit.
   std::lock_guard<std::mutex> device_lock(e->pipeline_->capture_mutex());
+  CaptureScope on_this_thread;
   RngStateGuard rng(e->device_, options.random);
-  {
-    // Never on the capture stream (Note [Workspaces]).
-    SideStreamScope on_warmup_stream(*e->pipeline_, e->pipeline_->warmup_stream());
-    for (std::int64_t i = 0; i < options.warmup_iters; ++i) {
-      e->fill_buffers(inputs);
-      e->run_on_buffers(fn, inputs);
-    }
-  }
-  rng.restore();
-
-  SideStreamScope on_capture_stream(*e->pipeline_, e->pipeline_->capture_stream());
-  e->fill_buffers(inputs);
-  auto graph = graphs.create(e->device_);
-  Entry* raw = e.get();  // the graph, and so the closure, never outlives the entry
-  graph->capture_begin([raw, fn] { raw->rerun_into_outputs(fn); });
+  std::unique_ptr<DeviceGraph> graph;
+  bool recording = false;
   try {
+    {
+      // Never on the capture stream (Note [Workspaces]).
+      SideStreamScope on_warmup_stream(*e->pipeline_, e->pipeline_->warmup_stream());
+      for (std::int64_t i = 0; i < options.warmup_iters; ++i) {
+        e->fill_buffers(inputs);
+        e->run_on_buffers(fn, inputs);
+      }
+    }
+    rng.restore();
+
+    SideStreamScope on_capture_stream(*e->pipeline_, e->pipeline_->capture_stream());
+    e->fill_buffers(inputs);
+    graph = graphs.create(e->device_);
+    Entry* raw = e.get();  // the graph, and so the closure, never outlives the entry
+    graph->capture_begin([raw, fn] { raw->rerun_into_outputs(fn); });
+    recording = true;
     e->static_outputs_ = e->run_on_buffers(fn, inputs);
+    recording = false;
+    graph->capture_end();
   } catch (...) {
-    graph->capture_abort();
+    // Whatever failed (warmup, the capture run, the graph itself), the written static inputs
+    // get their values back: the call that failed here runs again on the fallback path.
+    if (recording) graph->capture_abort();
     put_back();
     throw;
   }
-  graph->capture_end();
   put_back();  // after capture_end: the copies must not be recorded into the graph
   if (graph->runs_during_capture()) rng.restore();
   e->graph_ = std::move(graph);
+  // Counted from here, where ~Entry starts uncounting it, whatever throws below.
+  auto& stats = Stats::get();
+  stats.live_entries.fetch_add(1, std::memory_order_relaxed);
   e->plan_outputs(inputs);
   e->plan_aliasing_checks(inputs, options);
   e->bytes_ = e->count_bytes();
-  auto& stats = Stats::get();
-  stats.live_entries.fetch_add(1, std::memory_order_relaxed);
   stats.live_entry_bytes.fetch_add(e->bytes_, std::memory_order_relaxed);
   return e;
 }
@@ -359,20 +376,15 @@ std::optional<std::pair<std::size_t, std::size_t>> Entry::static_overlap(
   return std::nullopt;
 }
 
-bool Entry::lost_static_input(const c10::TensorImpl* dying) const {
-  for (const auto& ref : static_refs_) {
-    if (ref.expired() || ref._unsafe_get_target() == dying) return true;
-  }
-  return false;
-}
-
-std::size_t Entry::lost_position(const c10::TensorImpl* dying) const {
+std::optional<std::size_t> Entry::lost_static_input(const c10::TensorImpl* dying) const {
   for (std::size_t k = 0; k < static_refs_.size(); ++k) {
-    if (static_refs_[k].expired() || static_refs_[k]._unsafe_get_target() == dying) {
-      return static_positions_[k];
-    }
+    const auto& ref = static_refs_[k];
+    if (ref._unsafe_get_target() == dying) return static_positions_[k];
+    auto alive = ref.lock();
+    // Freed, or its memory replaced (`param.data = ...`, as Module.to and .half() do).
+    if (!alive || alive->data() != static_data_ptrs_[k]) return static_positions_[k];
   }
-  return 0;
+  return std::nullopt;
 }
 
 std::vector<c10::IValue> Entry::hand_out(const std::vector<c10::IValue>& inputs, bool safe) const {
@@ -391,8 +403,8 @@ std::vector<c10::IValue> Entry::hand_out(const std::vector<c10::IValue>& inputs,
     }
     const auto& out = v.toTensor();
     if (!safe) {
-      if (out.numel() == 0) {
-        outputs.emplace_back(out.detach());
+      if (out.numel() == 0) {  // no memory to share; a storage of its own stays resizable
+        outputs.emplace_back(at::empty_strided(out.sizes(), out.strides(), out.options()));
         continue;
       }
       // A storage of its own that cannot be resized, over the static output's memory, which it
@@ -431,6 +443,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
     const auto& buffer = inputs_[i].toTensor();
     const auto& given = inputs[i].toTensor();
     check_input_match(buffer, given, i);
+    if (given.numel() == 0) continue;
     if (given.data_ptr() == buffer.data_ptr()) {
       ++skipped;
       continue;
@@ -514,13 +527,31 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   RECORD_FUNCTION("graphdispatch::verify", std::vector<c10::IValue>());
   std::vector<c10::IValue> copies = inputs;
   for (auto i : dynamic_positions_) copies[i] = clone_keeping_layout(inputs[i].toTensor());
-  // The check's run must not write a static input the replay then writes again.
-  for (auto i : static_mutated_) copies[i] = inputs[i].toTensor().clone(at::MemoryFormat::Preserve);
+  // Static inputs the graph writes are written in place by the check's run, as eager writes
+  // them (a static input viewing another then sees the write); their values before and after
+  // it are kept, and the before ones put back, so the replay writes them once.
+  auto snapshot = [&] {
+    std::vector<at::Tensor> values;
+    for (auto i : static_mutated_) values.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
+    return values;
+  };
+  const auto before = snapshot();
   // Both paths start from one RNG state, so random ops draw the same numbers on both; the
   // replay's draws are the call's, as without verification.
   RngStateGuard rng(device_, options.random);
   auto expected = fn(copies);
   rng.restore();
+  const auto after = snapshot();
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    // An output that is a written static input would change with the put-back below.
+    const bool on_written = output_views_[k] &&
+                            std::find(static_mutated_.begin(), static_mutated_.end(),
+                                      output_views_[k]->position) != static_mutated_.end();
+    if (on_written) expected[k] = expected[k].toTensor().clone(at::MemoryFormat::Preserve);
+  }
+  for (std::size_t k = 0; k < before.size(); ++k) {
+    inputs[static_mutated_[k]].toTensor().copy_(before[k]);
+  }
   Verified result{replay(inputs, options), ""};
   TORCH_INTERNAL_ASSERT(expected.size() == result.outputs.size());
   for (std::size_t k = 0; k < expected.size() && result.mismatch.empty(); ++k) {
@@ -530,7 +561,9 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   if (result.mismatch.empty()) return result;
   // The replay wrote its (wrong) values of mutated inputs back; the non-graph ones win.
   for (auto i : mutated_) inputs[i].toTensor().copy_(copies[i].toTensor());
-  for (auto i : static_mutated_) inputs[i].toTensor().copy_(copies[i].toTensor());
+  for (std::size_t k = 0; k < after.size(); ++k) {
+    inputs[static_mutated_[k]].toTensor().copy_(after[k]);
+  }
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // Outputs that view inputs stay on the caller's tensors, which now hold the right values.
     if (!output_views_[k]) result.outputs[k] = std::move(expected[k]);

@@ -73,6 +73,19 @@ namespace graphdispatch {
 // mismatch the call returns the non-graph outputs and writes the non-graph values of mutated
 // inputs to the caller's tensors; the runner disables the entry.
 
+/// Marks this thread as inside a capture (its warmup included) for its lifetime. A compiled
+/// function called from there (a custom op calling another compiled model) runs without a
+/// graph: its work lands in the outer graph, and taking the device's capture lock again would
+/// deadlock.
+class CaptureScope final {
+ public:
+  CaptureScope();
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+};
+bool capturing_on_this_thread();
+
 /// The device a call runs on: the first non-CPU tensor input's, else the CPU.
 c10::Device device_of(const std::vector<c10::IValue>& inputs);
 
@@ -137,11 +150,10 @@ class Entry final {
   Verified replay_verified(const Callable& fn, const std::vector<c10::IValue>& inputs,
                            const RunnerOptions& options);
 
-  /// True once a static input of the entry was freed, or is `dying` (a tensor being freed
-  /// now): the entry can never serve a call again.
-  bool lost_static_input(const c10::TensorImpl* dying = nullptr) const;
-  /// The position of the first static input lost, when lost_static_input(dying).
-  std::size_t lost_position(const c10::TensorImpl* dying = nullptr) const;
+  /// The position of a static input the entry lost, or nullopt: one freed, being freed now
+  /// (`dying`), or whose memory was replaced (`param.data = ...`). Such an entry can never
+  /// serve a call again.
+  std::optional<std::size_t> lost_static_input(const c10::TensorImpl* dying = nullptr) const;
   /// (dynamic position, static position) of a written dynamic input overlapping a static
   /// input, or of a dynamic input overlapping a written static one (Note [Aliasing]); such a
   /// call must not replay. Free for graphs that write no input.
@@ -184,6 +196,7 @@ class Entry final {
   // static input (Note [Static inputs]: held weakly, in static_refs_).
   std::vector<c10::IValue> inputs_;
   std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> static_refs_;
+  std::vector<const void*> static_data_ptrs_;  // at capture; compared, never dereferenced
   const std::vector<c10::IValue>* replaying_ = nullptr;  // the call replaying, under mutex_
   std::vector<std::size_t> dynamic_positions_;
   std::vector<bool> expanded_;  // per dynamic input: copied through its unexpanded part

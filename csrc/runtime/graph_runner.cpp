@@ -80,14 +80,18 @@ void GraphRunner::drop_dead_entries(const c10::TensorImpl* dying) {
   std::vector<std::pair<Signature, std::shared_ptr<Entry>>> dead;
   {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
-    dead = state_->cache.take_if([&](const Entry& e) { return e.lost_static_input(dying); });
+    dead = state_->cache.take_if(
+        [&](const Entry& e) { return e.lost_static_input(dying).has_value(); });
   }
   if (dead.empty()) return;
   std::lock_guard<std::mutex> lock(state_->layouts_mutex);
   for (const auto& [sig, entry] : dead) {
+    // An entry that served calls beyond its first was worth its capture (a model deleted or
+    // reloaded after use); only one that never replayed again says the input keeps moving.
+    if (entry->replays() > 1) continue;
     auto& layout = state_->layouts[sig.layout()];
     ++layout.lost;
-    layout.moving_position = entry->lost_position(dying);
+    layout.moving_position = *entry->lost_static_input(dying);
   }
   // `dead` is destroyed here, outside the cache lock (see clear()).
 }
@@ -181,9 +185,7 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
 
 std::string fallback_advice(const std::string& reason) {
   if (reason == "aliased_inputs") {
-    return "pass separate tensors (e.g. .clone() one of them), or views that share no byte; for "
-           "a buffer that views another buffer, torch._dynamo.mark_static_address(it) makes the "
-           "graph write it in place";
+    return "pass separate tensors (e.g. .clone() one of them), or views that share no byte";
   }
   if (reason == "mixed_devices") return "move every tensor input to the model's device";
   if (reason == "requires_grad") {
@@ -250,7 +252,7 @@ std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
 
 void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
   check_arity(inputs);
-  if (graphs_->is_capturing(device_of(inputs))) return;  // see operator()
+  if (capturing_on_this_thread() || graphs_->is_capturing(device_of(inputs))) return;  // see operator()
   const auto sig = Signature::of(inputs, is_static_);
   if (!lookup(sig)) find_or_capture(sig, inputs);
 }
@@ -258,8 +260,9 @@ void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
 std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>& inputs) {
   check_arity(inputs);
   auto& stats = Stats::get();
-  // Recording someone else's graph: run the work so its kernels land in that graph.
-  if (graphs_->is_capturing(device_of(inputs))) return fn_(inputs);
+  // Inside a capture (ours, its warmup included, or someone else's graph): run the work, so its
+  // kernels land in that graph.
+  if (capturing_on_this_thread() || graphs_->is_capturing(device_of(inputs))) return fn_(inputs);
 
   const auto sig = Signature::of(inputs, is_static_);
   auto entry = lookup(sig);

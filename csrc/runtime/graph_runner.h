@@ -29,11 +29,13 @@ std::string fallback_advice(const std::string& reason);
 // instance sharing the graph, each replaying (case C41). A tensor that truly keeps moving (a
 // state the module reassigns every call, `self.h = f(self.h, x)`, case C35) would instead
 // capture on every call, each entry dying with the tensor it read. The runner drops an entry
-// once one of its static inputs is freed (the Python layer tells it, drop_dead_entries) and
-// counts, per input layout, the captures made after such a loss: past max_recaptures, calls
-// with new addresses for that layout run without a graph (fallback static_inputs_moving), with
-// one warning naming the input that moved. Entries already captured keep replaying. PyTorch's
-// cudagraph trees bound re-recording for the same reason.
+// once one of its static inputs is freed (the Python layer tells it, drop_dead_entries) or its
+// memory replaced (`param.data = ...`, seen on the next miss). An entry lost before it served
+// a second call counts as a loss for its input layout (one that served more was worth its
+// capture: a model deleted or reloaded after use); captures after a loss are recaptures, and
+// past max_recaptures calls with new addresses for that layout run without a graph (fallback
+// static_inputs_moving), with one warning naming the input that moved. Entries already
+// captured keep replaying. PyTorch's cudagraph trees bound re-recording for the same reason.
 
 /// The runner of one compiled graph: signature → entry cache → entry → replay.
 ///

@@ -225,16 +225,16 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     fn, unflatten = _with_flat_output(fn, gm)
     placeholders = gm.graph.find_nodes(op="placeholder")
     is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
-    # A parameter or buffer the graph writes (running stats) is treated as dynamic: warmup and
-    # capture then write the entry's copy, and each call writes the caller's tensor once.
     effects = graph_effects(gm)
     mutated = effects.mutated
     if mutated is None:  # unknown: the runtime counts every dynamic input as written
         mutated = []
         is_static = [s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)]
-    # A tensor marked with torch._dynamo.mark_static_address (a KV cache) stays static even
-    # when written: its address is the point, and the runtime puts back what warmup and capture
-    # wrote, so each call writes it once, in place (case C36).
+    # A tensor marked as a static address stays static even when written: read and written in
+    # place, its values put back after warmup and capture, so each call writes it once (case
+    # C36). Dynamo marks every parameter and buffer of an inlined module so ("unguarded"):
+    # running stats, counters and a buffer viewing another buffer (case C28) are written where
+    # they are. A static input not so marked that the graph writes becomes a copied input.
     is_static = [s and (i not in mutated or marked_static_address(v))
                  for i, (s, v) in enumerate(zip(is_static, example_inputs))]
     # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.

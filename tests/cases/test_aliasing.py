@@ -98,21 +98,8 @@ def test_c28_buffer_that_views_another_buffer(registered, options):
     torch.testing.assert_close(model.kv, eager.kv)
     torch.testing.assert_close(model.k, eager.k)
     assert model.k.data_ptr() == model.kv.data_ptr()  # the view relation itself is kept
-    assert_each_call_replayed_or_counted()
-
-
-def test_c28_buffer_view_marked_static_is_written_in_place_and_replays():
-    # The advice the aliased_inputs warning gives: marked, k is read and written where it is,
-    # so the graph keeps the relation to kv and every call replays.
-    model, eager = KVCache(True), KVCache(True)
-    torch._dynamo.mark_static_address(model.k)
-    G = compiled(model)
-    for k in range(CALLS):
-        x = torch.full((4,), float(k + 1))
-        torch.testing.assert_close(G(x), eager(x))
-    torch.testing.assert_close(model.kv, eager.kv)
-    s = stats()
-    assert s["fallbacks"] == {} and s["replays"] == CALLS and s["captures"] == 1, s
+    # Module tensors are read and written in place, so the relation lives in the graph: replays.
+    assert stats()["fallbacks"] == {} and stats()["replays"] == CALLS, stats()
 
 
 class Accumulator(torch.nn.Module):

@@ -161,3 +161,50 @@ def test_c41_instances_sharing_one_graph_each_replay():
     assert s["captures"] == warm["captures"], (warm, s)
     assert s["replays"] == warm["replays"] + 3 * 6
     assert s["fallbacks"] == {}
+
+
+# ---- weights that move without dying, reloads, failed captures -----------------------------
+
+def test_weights_replaced_through_data_drop_their_entries():
+    # Module.to(), .half() and CPU offload replace `param.data`: the tensor lives on, at a new
+    # address. Its old entries can never replay again and are dropped, not kept forever.
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+    G = compiled(model)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        for _ in range(6):
+            model.double()
+            for _ in range(3):
+                torch.testing.assert_close(G(x.double()), model(x.double()))
+            model.float()
+            for _ in range(3):
+                torch.testing.assert_close(G(x), model(x))
+    assert stats()["entries"] <= 2  # the float and the double entry of the current weights
+    # Each entry served three calls: weights that move now and then are not thrash.
+    assert stats()["fallbacks"] == {} and stats()["replays"] == 36
+
+
+def test_reloading_a_model_many_times_keeps_replaying():
+    # A service reloading weights builds a new model each time; its entries die after serving
+    # many calls, which is no reason to stop capturing (max_recaptures is about thrash).
+    for _ in range(12):
+        model = Block()
+        G = compiled(model)
+        with torch.no_grad():
+            for _ in range(3):
+                x = torch.randn(2, 8)
+                torch.testing.assert_close(G(x), model(x))
+        del model, G
+        gc.collect()
+    assert stats()["fallbacks"] == {} and stats()["replays"] == 36
+
+
+def test_a_capture_failing_after_recording_leaves_the_entry_gauges_as_they_were():
+    before = live_entries()
+    G = compiled(lambda x: (x.view(torch.int32) + 0, x.view(torch.int32)))
+    for n in (1, 2, 3):  # an output viewing an input with another dtype: the capture fails
+        x = torch.randn(n)
+        got = G(x)
+        assert torch.equal(got[0], x.view(torch.int32)) and got[1].data_ptr() == x.data_ptr()
+    assert fallbacks("capture_failed") == 3
+    assert live_entries() == before

@@ -6,7 +6,7 @@ import logging
 import pytest
 import torch
 
-from cases_helpers import GRAPH_ONLY, ROUTES, compiled, stats
+from cases_helpers import GRAPH_ONLY, ROUTES, compiled, fallbacks, stats
 
 
 def assert_same_layout(got, expected):
@@ -234,3 +234,33 @@ def test_c36_marked_static_tensors_are_never_copied_and_written_once_per_call():
     assert stats()["fallbacks"] == {} and stats()["captures"] == 1 and stats()["replays"] == 4
     # Only the new row and its position are copied, never the 2 KiB cache.
     assert stats()["bytes_copied"] == 4 * (8 * 4 + 8)
+
+
+class CounterAndServingCache(torch.nn.Module):
+    """A counter written first, then a buffer made under torch.inference_mode() (a KV cache
+    allocated by serving code), which no capture can write (capture runs outside it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("n", torch.zeros(()))
+        with torch.inference_mode():
+            self.register_buffer("cache", torch.zeros(4))
+
+    def forward(self, x):
+        self.n.add_(1)
+        self.cache.copy_(x)
+        return self.cache * 2 + self.n
+
+
+@pytest.mark.parametrize("warmup_iters", [0, 2])
+def test_a_failed_warmup_puts_written_buffers_back(warmup_iters):
+    # Warmup writes the counter for real and then fails on the cache: the counter's value is
+    # put back, so the fallback call writes it once, as eager does.
+    model, eager = CounterAndServingCache(), CounterAndServingCache()
+    G = compiled(model, warmup_iters=warmup_iters)
+    with torch.inference_mode():
+        for k in range(3):
+            x = torch.full((4,), float(k))
+            torch.testing.assert_close(G(x), eager(x))
+            torch.testing.assert_close(model.n, eager.n)
+    assert fallbacks("capture_failed") == 3

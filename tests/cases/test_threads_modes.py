@@ -160,3 +160,45 @@ def test_c16_runner_keys_autocast_state():
     torch.testing.assert_close(got, expected)
     assert r(x, w)[0].dtype == torch.float32
     assert r.num_entries == 2
+
+
+NESTED_SCRIPT = """
+import torch, graphdispatch
+
+OPTIONS = {"graph_only": True, "device_graph": "emulated"}
+
+def inner(x):
+    return x * 3 + 1
+
+inner_c = torch.compile(inner, backend="graphdispatch", options=OPTIONS)
+
+@torch.library.custom_op("nested_case::calls_compiled", mutates_args=())
+def calls_compiled(x: torch.Tensor) -> torch.Tensor:
+    return inner_c(x).clone()
+
+@calls_compiled.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+def outer(x):
+    return calls_compiled(x) + 1
+
+outer_c = torch.compile(outer, backend="graphdispatch", options=OPTIONS)
+with torch.no_grad():
+    for _ in range(3):
+        torch.testing.assert_close(outer_c(torch.ones(3)), outer(torch.ones(3)))
+print(graphdispatch.stats()["replays"], graphdispatch.stats()["fallbacks"])
+"""
+
+
+def test_a_compiled_function_called_inside_another_ones_capture_runs_without_deadlock():
+    # A custom op calling another compiled model: the outer capture (its warmup too) holds the
+    # device's capture lock; the inner call must run its work, not wait for that lock.
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", NESTED_SCRIPT], capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    replays, fallbacks = proc.stdout.split(maxsplit=1)
+    assert int(replays) >= 3 and fallbacks.strip() == "{}"
