@@ -271,6 +271,21 @@ TEST_F(GraphRunnerTest, WrittenInputOverlappingAStaticInputFallsBack) {
   EXPECT_TRUE(at::equal(other, at::ones({1})));
 }
 
+TEST_F(GraphRunnerTest, RunnerCalledInsideAnotherCaptureRunsItsWork) {
+  // A custom op calling another compiled model: the outer warmup and capture hold the device's
+  // capture lock, so the inner runner must run its callable rather than capture.
+  GraphRunner inner(mul_add, {false, false}, factory, RunnerOptions{});
+  auto outer_fn = [&](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {
+    return {inner({in[0], in[1]})[0].toTensor() + 1};
+  };
+  RunnerOptions options;
+  options.warmup_iters = 2;
+  GraphRunner outer(outer_fn, {false, false}, factory, options);
+  auto a = at::randn({4}), b = at::randn({4});
+  EXPECT_TRUE(at::allclose(outer({a, b})[0].toTensor(), a * 2 + b + 1));
+  EXPECT_EQ(outer.num_entries(), 1u);
+}
+
 TEST_F(GraphRunnerTest, OverlappingInputsThatNothingWritesAreCaptured) {
   RunnerOptions options;
   options.mutated_known = true;  // mul_add writes nothing
