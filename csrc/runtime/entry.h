@@ -66,12 +66,13 @@ namespace graphdispatch {
 
 // Note [Verified replays]
 // With verify_replays=K the first K replays of each entry also run the callable on clones of
-// the dynamic inputs (static inputs are read, never written, by both) from the same RNG state,
-// and compare every output: exactly (rtol = atol = 0, NaN equal to NaN) or within the
-// tolerances. A stale graph (a kernel that read a pointer baked in at capture, a buffer a
-// replay forgot to refresh) then shows up as a mismatch instead of a wrong image. On a
-// mismatch the call returns the non-graph outputs and writes the non-graph values of mutated
-// inputs to the caller's tensors; the runner disables the entry.
+// the dynamic inputs from the same RNG state, and compare every output: exactly (rtol = atol
+// = 0, NaN equal to NaN) or within the tolerances. Static inputs are used in place; the ones
+// the graph writes are put back before the replay writes them again, so a static input that
+// views another sees the write as in eager. A stale graph (a kernel that read a pointer baked
+// in at capture, a buffer a replay forgot to refresh) then shows up as a mismatch instead of a
+// wrong image. On a mismatch the call returns the non-graph outputs and writes the non-graph
+// values of mutated inputs to the caller's tensors; the runner disables the entry.
 
 /// Marks this thread as inside a capture (its warmup included) for its lifetime. A compiled
 /// function called from there (a custom op calling another compiled model) runs without a
