@@ -138,7 +138,9 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   e->order_.emplace(e->device_);  // on the stream the buffers are allocated on
   e->inputs_.reserve(inputs.size());
   const auto& known = options.mutated_inputs;
-  auto listed = [&](std::size_t i) { return std::find(known.begin(), known.end(), i) != known.end(); };
+  auto listed = [&](std::size_t i) {
+    return std::find(known.begin(), known.end(), i) != known.end();
+  };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
     if (!v.isTensor()) {
@@ -422,7 +424,8 @@ std::vector<c10::IValue> Entry::hand_out(const std::vector<c10::IValue>& inputs,
     auto& copy = copies[static_cast<std::size_t>(group)];
     if (!copy.defined()) copy = group_storages_[static_cast<std::size_t>(group)].clone();
     outputs.emplace_back(at::empty({0}, out.options())
-                             .set_(copy.storage(), out.storage_offset(), out.sizes(), out.strides()));
+                             .set_(copy.storage(), out.storage_offset(), out.sizes(),
+                                   out.strides()));
   }
   return outputs;
 }
@@ -532,7 +535,9 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   // it are kept, and the before ones put back, so the replay writes them once.
   auto snapshot = [&] {
     std::vector<at::Tensor> values;
-    for (auto i : static_mutated_) values.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
+    for (auto i : static_mutated_) {
+      values.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
+    }
     return values;
   };
   const auto before = snapshot();

@@ -177,7 +177,8 @@ class Entry final {
   std::int64_t count_bytes() const;
   /// Runs `fn` on the buffers (and the call's static inputs) and records which dynamic
   /// buffers it mutated.
-  std::vector<c10::IValue> run_on_buffers(const Callable& fn, const std::vector<c10::IValue>& inputs);
+  std::vector<c10::IValue> run_on_buffers(const Callable& fn,
+                                          const std::vector<c10::IValue>& inputs);
   /// The emulated graph's replay: `fn` on the buffers of the call being replayed.
   void rerun_into_outputs(const Callable& fn);
   /// After the capture run: which outputs view inputs, how each output is handed out, which

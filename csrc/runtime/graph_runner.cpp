@@ -252,7 +252,8 @@ std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
 
 void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
   check_arity(inputs);
-  if (capturing_on_this_thread() || graphs_->is_capturing(device_of(inputs))) return;  // see operator()
+  // See operator().
+  if (capturing_on_this_thread() || graphs_->is_capturing(device_of(inputs))) return;
   const auto sig = Signature::of(inputs, is_static_);
   if (!lookup(sig)) find_or_capture(sig, inputs);
 }
