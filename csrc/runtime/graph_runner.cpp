@@ -101,18 +101,18 @@ std::string GraphRunner::moving_static_input(const Signature& sig,
   std::lock_guard<std::mutex> lock(state_->layouts_mutex);
   auto found = state_->layouts.find(sig.layout());
   if (found == state_->layouts.end() || found->second.lost == 0) return "";
-  auto& layout = found->second;
-  if (layout.recaptures < options_.max_recaptures) {
-    ++layout.recaptures;
+  const auto& layout = found->second;
+  // Bounded by the losses, not by the captures: new weights that stay alive (another instance
+  // sharing the graph) are captured whatever was lost before.
+  if (layout.lost <= options_.max_recaptures) {
     Stats::get().recaptures.fetch_add(1, std::memory_order_relaxed);
     return "";
   }
   const auto i = layout.moving_position;
   return "input " + std::to_string(i) + ": " + describe_layout(inputs[i].toTensor()) +
-         " (a parameter, buffer or state tensor read in place) was freed or replaced after " +
-         std::to_string(layout.lost) + " captures; re-captured " +
-         std::to_string(layout.recaptures) + " times (max_recaptures=" +
-         std::to_string(options_.max_recaptures) + ")";
+         " (a parameter, buffer or state tensor read in place) was freed or replaced " +
+         std::to_string(layout.lost) + " times, each time before a second call could replay "
+         "its graph (max_recaptures=" + std::to_string(options_.max_recaptures) + ")";
 }
 
 std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,

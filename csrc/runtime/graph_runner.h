@@ -32,10 +32,11 @@ std::string fallback_advice(const std::string& reason);
 // once one of its static inputs is freed (the Python layer tells it, drop_dead_entries) or its
 // memory replaced (`param.data = ...`, seen on the next miss). An entry lost before it served
 // a second call counts as a loss for its input layout (one that served more was worth its
-// capture: a model deleted or reloaded after use); captures after a loss are recaptures, and
-// past max_recaptures calls with new addresses for that layout run without a graph (fallback
-// static_inputs_moving), with one warning naming the input that moved. Entries already
-// captured keep replaying. PyTorch's cudagraph trees bound re-recording for the same reason.
+// capture: a model deleted or reloaded after use). Captures of a layout that lost an entry are
+// recaptures; once it lost more than max_recaptures, calls with new addresses for that layout
+// run without a graph (fallback static_inputs_moving), with one warning naming the input.
+// Entries already captured keep replaying. PyTorch's cudagraph trees bound re-recording for
+// the same reason.
 
 /// The runner of one compiled graph: signature → entry cache → entry → replay.
 ///
@@ -93,10 +94,10 @@ class GraphRunner final {
     }
     std::mutex warned_mutex;
     std::set<std::string> warned;
-    /// Per input layout: entries lost to a freed static input and captures since.
+    /// Per input layout: entries lost to a freed or moved static input before serving a
+    /// second call.
     struct Layout {
       std::int64_t lost = 0;
-      std::int64_t recaptures = 0;
       std::size_t moving_position = 0;  // a static input whose loss was seen last
     };
     std::mutex layouts_mutex;

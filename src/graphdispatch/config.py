@@ -69,10 +69,11 @@ verify_replays: int = 0
 # |replay - expected| <= verify_atol + verify_rtol * |expected|.
 verify_rtol: float = 1e-5
 verify_atol: float = 1e-6
-# Captures a compiled graph may make, per input layout, after a tensor it reads in place (a
-# parameter, buffer or state tensor) was freed or replaced: past it, such calls run without a
-# graph (fallback static_inputs_moving, one warning naming the input). New weight sets that stay
-# alive (module instances, experts sharing one graph) each get an entry and do not count.
+# Entries a compiled graph may lose, per input layout, because a tensor it reads in place (a
+# parameter, buffer or state tensor) was freed or replaced before a second call replayed them:
+# past it, calls with new addresses run without a graph (fallback static_inputs_moving, one
+# warning naming the input). New weight sets that stay alive (module instances, experts sharing
+# one graph) each get an entry and do not count.
 # PyTorch's cudagraph trees bound re-recording for the same reason
 # (triton.cudagraph_unexpected_rerecord_limit).
 max_recaptures: int = 8

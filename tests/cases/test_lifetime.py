@@ -208,3 +208,18 @@ def test_a_capture_failing_after_recording_leaves_the_entry_gauges_as_they_were(
         assert torch.equal(got[0], x.view(torch.int32)) and got[1].data_ptr() == x.data_ptr()
     assert fallbacks("capture_failed") == 3
     assert live_entries() == before
+
+
+def test_models_used_after_a_few_one_shot_losses_still_capture():
+    # Two models called once and deleted are losses; models that then stay for several calls
+    # are new weights, captured and replayed whatever max_recaptures is.
+    G = compiled(lambda block, x: block(x), max_recaptures=2)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        for calls in (1, 1, 2, 2, 2, 2, 2, 2):
+            model = Block()
+            for _ in range(calls):
+                torch.testing.assert_close(G(model, x), model(x))
+            del model
+            gc.collect()
+    assert stats()["fallbacks"] == {} and stats()["replays"] == 14
