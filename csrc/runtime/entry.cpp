@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -22,6 +23,10 @@
 
 namespace graphdispatch {
 namespace {
+
+bool contains(const std::vector<std::size_t>& positions, std::size_t i) {
+  return std::find(positions.begin(), positions.end(), i) != positions.end();
+}
 
 // Note [Random numbers]: saves the generator's state, restored by restore() and when left by
 // an exception (a failed capture). Disengaged, it does nothing at all.
@@ -75,12 +80,8 @@ Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, const Sign
                               const RunnerOptions& options) {
   // Note [Aliasing]: overlapping dynamic inputs get a buffer each, right only when neither is
   // written.
-  const auto& written = options.mutated_inputs;
-  auto is_written = [&](std::size_t i) {
-    return !options.mutated_known || std::find(written.begin(), written.end(), i) != written.end();
-  };
   for (const auto& [first, second] : sig.overlaps()) {
-    if (!is_written(first) && !is_written(second)) continue;
+    if (!options.may_write(first) && !options.may_write(second)) continue;
     const auto& later = inputs[second].toTensor();
     return {"aliased_inputs", "input " + std::to_string(second) + ": " + describe_layout(later) +
                                   " overlaps input " + std::to_string(first) +
@@ -138,9 +139,6 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   e->order_.emplace(e->device_);  // on the stream the buffers are allocated on
   e->inputs_.reserve(inputs.size());
   const auto& known = options.mutated_inputs;
-  auto listed = [&](std::size_t i) {
-    return std::find(known.begin(), known.end(), i) != known.end();
-  };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
     if (!v.isTensor()) {
@@ -150,14 +148,14 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
       e->static_refs_.emplace_back(v.toTensor().getIntrusivePtr());
       e->static_data_ptrs_.push_back(v.toTensor().data_ptr());
       e->inputs_.emplace_back();
-      if (listed(i)) e->static_mutated_.push_back(i);
+      if (contains(known, i)) e->static_mutated_.push_back(i);
     } else {
       const auto& t = v.toTensor();
       e->dynamic_positions_.push_back(i);
       e->expanded_.push_back(is_expanded(t));
       // Same strides, zero ones included: the buffer is expanded as the input is.
       e->inputs_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
-      if (listed(i)) e->mutated_.push_back(i);
+      if (contains(known, i)) e->mutated_.push_back(i);
     }
   }
 
@@ -277,8 +275,7 @@ std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn,
   auto outputs = fn(arguments(inputs));
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    if (version(inputs_[i].toTensor()) != versions[k] &&
-        std::find(mutated_.begin(), mutated_.end(), i) == mutated_.end()) {
+    if (version(inputs_[i].toTensor()) != versions[k] && !contains(mutated_, i)) {
       mutated_.push_back(i);
     }
   }
@@ -309,8 +306,9 @@ void Entry::plan_outputs(const std::vector<c10::IValue>& inputs) {
   const auto n = static_outputs_.size();
   output_views_.assign(n, std::nullopt);
   output_group_.assign(n, -1);
-  std::vector<Span> spans;
-  std::vector<const void*> storages;  // per group
+  // The outputs handed out as copies, and how many of them lie in each storage.
+  std::vector<std::size_t> copied;
+  std::map<const void*, int> outputs_in;
   for (std::size_t k = 0; k < n; ++k) {
     if (!static_outputs_[k].isTensor()) continue;
     const auto& out = static_outputs_[k].toTensor();
@@ -318,27 +316,26 @@ void Entry::plan_outputs(const std::vector<c10::IValue>& inputs) {
       if (args[i].isTensor()) output_views_[k] = view_of_input(out, args[i].toTensor(), i);
     }
     if (output_views_[k] || !out.defined() || !out.has_storage()) continue;
+    copied.push_back(k);
+    ++outputs_in[out.storage().data()];
+  }
+  std::vector<Span> spans;
+  std::map<const void*, std::int64_t> group_of;  // storage -> index in group_storages_
+  for (auto k : copied) {
+    const auto& out = static_outputs_[k].toTensor();
     if (auto span = span_of(out, k)) spans.push_back(*span);
     const void* storage = out.storage().data();
-    auto shares = [&](std::size_t j) {
-      return j != k && static_outputs_[j].isTensor() && static_outputs_[j].toTensor().defined() &&
-             static_outputs_[j].toTensor().has_storage() &&
-             static_outputs_[j].toTensor().storage().data() == storage;
-    };
-    bool shared = false;
-    for (std::size_t j = 0; j < n && !shared; ++j) shared = shares(j);
     const bool dense = out.is_non_overlapping_and_dense() ||
                        (is_expanded(out) && unexpanded(out).is_non_overlapping_and_dense());
-    if (!shared && dense) continue;  // the cheap path: clone it
-    auto found = std::find(storages.begin(), storages.end(), storage);
-    if (found == storages.end()) {
-      storages.push_back(storage);
+    if (outputs_in[storage] == 1 && dense) continue;  // the cheap path: clone it
+    auto [group, added] =
+        group_of.emplace(storage, static_cast<std::int64_t>(group_storages_.size()));
+    if (added) {
       group_storages_.push_back(
           at::empty({0}, out.options().dtype(at::kByte))
               .set_(out.storage(), 0, {static_cast<std::int64_t>(out.storage().nbytes())}, {1}));
-      found = storages.end() - 1;
     }
-    output_group_[k] = found - storages.begin();
+    output_group_[k] = group->second;
   }
   output_spans_ = SpanSet(std::move(spans));
 }
@@ -347,17 +344,14 @@ void Entry::plan_aliasing_checks(const std::vector<c10::IValue>& inputs,
                                  const RunnerOptions& options) {
   written_.assign(inputs.size(), false);
   for (auto i : dynamic_positions_) {
-    written_[i] = !options.mutated_known ||
-                  std::find(mutated_.begin(), mutated_.end(), i) != mutated_.end();
+    written_[i] = !options.mutated_known || contains(mutated_, i);
   }
   std::vector<Span> all, written;
   for (auto i : static_positions_) {
     auto span = span_of(inputs[i].toTensor(), i);
     if (!span) continue;
     all.push_back(*span);
-    if (std::find(static_mutated_.begin(), static_mutated_.end(), i) != static_mutated_.end()) {
-      written.push_back(*span);
-    }
+    if (contains(static_mutated_, i)) written.push_back(*span);
   }
   if (std::find(written_.begin(), written_.end(), true) != written_.end()) {
     static_spans_ = SpanSet(std::move(all));
@@ -549,9 +543,8 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   const auto after = snapshot();
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // An output that is a written static input would change with the put-back below.
-    const bool on_written = output_views_[k] &&
-                            std::find(static_mutated_.begin(), static_mutated_.end(),
-                                      output_views_[k]->position) != static_mutated_.end();
+    const auto& view = output_views_[k];
+    const bool on_written = view && contains(static_mutated_, view->position);
     if (on_written) expected[k] = expected[k].toTensor().clone(at::MemoryFormat::Preserve);
   }
   for (std::size_t k = 0; k < before.size(); ++k) {

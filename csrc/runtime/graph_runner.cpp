@@ -252,8 +252,7 @@ std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
 
 void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
   check_arity(inputs);
-  // See operator().
-  if (capturing_on_this_thread() || graphs_->is_capturing(device_of(inputs))) return;
+  if (inside_a_capture(inputs)) return;
   const auto sig = Signature::of(inputs, is_static_);
   if (!lookup(sig)) find_or_capture(sig, inputs);
 }
@@ -261,9 +260,7 @@ void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
 std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>& inputs) {
   check_arity(inputs);
   auto& stats = Stats::get();
-  // Inside a capture (ours, its warmup included, or someone else's graph): run the work, so its
-  // kernels land in that graph.
-  if (capturing_on_this_thread() || graphs_->is_capturing(device_of(inputs))) return fn_(inputs);
+  if (inside_a_capture(inputs)) return fn_(inputs);
 
   const auto sig = Signature::of(inputs, is_static_);
   auto entry = lookup(sig);

@@ -105,6 +105,11 @@ class GraphRunner final {
   };
 
   void check_arity(const std::vector<c10::IValue>& inputs) const;
+  /// True inside a capture (ours, its warmup included, or someone else's graph): a call then
+  /// runs its work, so its kernels land in that graph, and never captures.
+  bool inside_a_capture(const std::vector<c10::IValue>& inputs) const {
+    return capturing_on_this_thread() || graphs_->is_capturing(device_of(inputs));
+  }
   std::shared_ptr<Entry> lookup(const Signature& sig) const;
   /// Finds or makes the entry for `sig` (one capture per key). A negative entry returned for
   /// static_inputs_moving is not cached: it serves this call only.

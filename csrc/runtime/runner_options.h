@@ -4,6 +4,8 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <algorithm>
+
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -62,6 +64,11 @@ struct RunnerOptions final {
   /// could not work the writes out) every dynamic input counts as written for the aliasing
   /// checks (Note [Aliasing]).
   bool mutated_known = false;
+  /// True when the callable may write input `i`: listed, or the writes are unknown.
+  bool may_write(std::size_t i) const {
+    return !mutated_known ||
+           std::find(mutated_inputs.begin(), mutated_inputs.end(), i) != mutated_inputs.end();
+  }
   /// False when the callable draws no random numbers: capture then never saves, restores or
   /// locks a generator (cases C29, C33; Note [Random numbers] in entry.h).
   bool random = true;
