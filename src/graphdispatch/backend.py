@@ -226,9 +226,8 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     placeholders = gm.graph.find_nodes(op="placeholder")
     is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
     effects = graph_effects(gm)
-    mutated = effects.mutated
-    if mutated is None:  # unknown: the runtime counts every dynamic input as written
-        mutated = []
+    mutated = effects.mutated or []
+    if effects.mutated is None:  # unknown: the runtime counts every dynamic input as written
         is_static = [s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)]
     # A tensor marked as a static address stays static even when written: read and written in
     # place, its values put back after warmup and capture, so each call writes it once (case
@@ -245,7 +244,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         safe_output_mode=options["safe_output_mode"], warmup_iters=options["warmup_iters"],
         copy_stream=options["copy_stream"], max_entries=options["max_entries"],
         eviction=options["eviction"], log=log.warning,
-        mutated_inputs=mutated if effects.mutated is not None else None,
+        mutated_inputs=effects.mutated,
         random=effects.random, max_recaptures=options["max_recaptures"], watch=watch,
         max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
         verify_rtol=0.0 if exact else options["verify_rtol"],
