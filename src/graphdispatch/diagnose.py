@@ -113,6 +113,7 @@ def _describe_input(position: int, value: Any, record: Any) -> dict[str, Any]:
         kind = "uncaptured"  # the default route, or a graph refused as a whole: never copied
     else:
         kind = "static" if record.is_static[position] else "dynamic"
+    dtype = str(value.dtype).removeprefix("torch.")
     return {
         "position": position,
         # static: read in place, never copied; dynamic: copied into the entry's buffer (the copy
@@ -123,10 +124,8 @@ def _describe_input(position: int, value: Any, record: Any) -> dict[str, Any]:
         # input only its unexpanded part (Note [Expanded tensors]).
         "copy_bytes": value.element_size() * math.prod(
             1 if stride == 0 else size for size, stride in zip(value.shape, value.stride())),
-        "shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch."),
-        "strides": list(value.stride()),
-        "description": f"{list(value.shape)}/{str(value.dtype).removeprefix('torch.')} "
-                       f"strides {tuple(value.stride())}",
+        "shape": list(value.shape), "dtype": dtype, "strides": list(value.stride()),
+        "description": f"{list(value.shape)}/{dtype} strides {tuple(value.stride())}",
     }
 
 
@@ -168,15 +167,6 @@ def _graph_report(index: int, record: Any) -> dict[str, Any]:
     }
 
 
-def _device_of(args: tuple, kwargs: dict[str, Any]) -> torch.device:
-    from torch.utils import _pytree as pytree
-
-    for leaf in pytree.tree_leaves((args, kwargs)):
-        if isinstance(leaf, torch.Tensor) and leaf.device.type != "cpu":
-            return leaf.device
-    return torch.device("cpu")
-
-
 def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = None,
             **kwargs: Any) -> Explanation:
     """Compiles ``model_or_fn`` with graphdispatch, calls it once with ``args``/``kwargs`` and
@@ -191,15 +181,16 @@ def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = 
     invalid options.
     """
     import torch._dynamo
+    from torch.utils import _pytree as pytree
 
     from . import config
-    from .backend import Backend
+    from .backend import Backend, inputs_device
     from .serving import stats_delta
 
     import graphdispatch
 
     chosen = {"graph_only": True}
-    if _device_of(args, kwargs).type == "cpu":
+    if inputs_device(pytree.tree_leaves((args, kwargs))).type == "cpu":
         chosen["device_graph"] = "emulated"
     chosen.update(config.normalize(options))
     backend = Backend(options=chosen)
