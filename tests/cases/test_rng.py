@@ -123,7 +123,8 @@ FORK_SCRIPT = FORK_HELPER + textwrap.dedent('''
         while not stop.is_set():
             torch.randn(1 << 22)
 
-    threading.Thread(target=busy, daemon=True).start()
+    drawing = threading.Thread(target=busy, daemon=True)
+    drawing.start()
     time.sleep(0.2)
 
     def eager():
@@ -140,6 +141,7 @@ FORK_SCRIPT = FORK_HELPER + textwrap.dedent('''
         if not report["compiled"][-1]["ok"]:
             break
     stop.set()
+    drawing.join()  # exiting while it is inside torch.randn can abort the interpreter's exit
     print(json.dumps(report), flush=True)
 ''')
 
