@@ -1,6 +1,7 @@
 #include "bindings/py_device_graph.h"
 
 #include "runtime/copy_pipeline.h"
+#include "runtime/cpu_graph.h"
 
 #include <pybind11/stl.h>
 
@@ -15,7 +16,7 @@ class PyDeviceGraph final : public DeviceGraph {
         has_pool_bytes_(py::hasattr(adapter, "pool_bytes")),
         adapter_(std::make_shared<GilHeld>(std::move(adapter))) {}
   void capture_begin(std::function<void()>) override { call("capture_begin"); }
-  void capture_end() override { call("capture_end"); }
+  void capture_end(const std::vector<c10::IValue>&) override { call("capture_end"); }
   void capture_abort() noexcept override {
     py::gil_scoped_acquire gil;
     try {
@@ -84,6 +85,9 @@ void init_device_graphs(py::module_& m) {
       .def_property_readonly("name", &DeviceGraphFactory::name);
   py::class_<EmulatedGraphFactory, DeviceGraphFactory, std::shared_ptr<EmulatedGraphFactory>>(
       m, "EmulatedGraphFactory")
+      .def(py::init<>());
+  py::class_<CpuGraphFactory, DeviceGraphFactory, std::shared_ptr<CpuGraphFactory>>(
+      m, "CpuGraphFactory")
       .def(py::init<>());
   py::class_<PyGraphFactory, DeviceGraphFactory, std::shared_ptr<PyGraphFactory>>(
       m, "PyGraphFactory")

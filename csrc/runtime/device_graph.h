@@ -1,5 +1,6 @@
 #pragma once
 
+#include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
@@ -7,18 +8,22 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace graphdispatch {
 
-/// One captured kernel sequence: a CUDA graph, an NPUGraph, a `torch.accelerator.Graph`, or
-/// the emulated graph. The runtime sees device graphs only through this interface.
+/// One captured kernel sequence: a CUDA graph, an NPUGraph, a `torch.accelerator.Graph`, the
+/// CPU graph (cpu_graph.h) or the emulated graph. The runtime sees device graphs only through
+/// this interface.
 ///
 /// Capture protocol (GraphRunner makes the capture stream current first):
-///   capture_begin(rerun) → the work runs once on the entry's static buffers → capture_end()
+///   capture_begin(rerun) → the work runs once on the entry's static buffers →
+///   capture_end(outputs)
 /// or, if that work throws, capture_abort(), after which the object is discarded.
 /// `rerun` recomputes the captured work into the same static outputs; graphs that record
-/// kernels ignore it, the emulated graph calls it on every replay. Not thread-safe: each Entry
-/// serialises the calls on its own graph.
+/// kernels ignore it, the emulated graph calls it on every replay. `outputs` are the work's
+/// returns, which every replay must leave valid (a graph planning its own memory keeps them to
+/// the end). Not thread-safe: each Entry serialises the calls on its own graph.
 class DeviceGraph {
  public:
   DeviceGraph() = default;
@@ -26,7 +31,7 @@ class DeviceGraph {
   DeviceGraph& operator=(const DeviceGraph&) = delete;
   virtual ~DeviceGraph() = default;
   virtual void capture_begin(std::function<void()> rerun) = 0;
-  virtual void capture_end() = 0;
+  virtual void capture_end(const std::vector<c10::IValue>& outputs) = 0;
   /// Ends a capture whose work failed, leaving the stream not capturing; never throws.
   virtual void capture_abort() noexcept = 0;
   virtual void replay() = 0;
@@ -39,6 +44,8 @@ class DeviceGraph {
   /// the graph keeps), measured around the capture; nullopt for a graph without a pool, whose
   /// outputs the entry counts itself.
   virtual std::optional<std::int64_t> pool_bytes() const { return std::nullopt; }
+  /// What the graph holds, in words, for explain(); "" when it has nothing to add.
+  virtual std::string describe() const { return ""; }
 };
 
 /// Makes the device graphs of one kind ("cuda", "npu", "accelerator", "emulated").
@@ -60,16 +67,17 @@ inline bool& emulated_capturing() {
   return capturing;
 }
 
-/// The CPU stand-in: no recording, same static-buffer semantics. Replay re-runs the work into
-/// the static outputs, so every rule about buffers, copies and outputs can be tested without a
-/// device. Never chosen automatically (design 2.1).
+/// The stand-in that records nothing: same static-buffer semantics, and replay re-runs the work
+/// into the static outputs. It serves work the CPU graph cannot record (Inductor's compiled
+/// kernels, which are not dispatcher ops) and tests of the runtime's rules apart from any
+/// recording. Never chosen automatically (design 2.1).
 class EmulatedGraph final : public DeviceGraph {
  public:
   void capture_begin(std::function<void()> rerun) override {
     rerun_ = std::move(rerun);
     emulated_capturing() = true;
   }
-  void capture_end() override { emulated_capturing() = false; }
+  void capture_end(const std::vector<c10::IValue>&) override { emulated_capturing() = false; }
   void capture_abort() noexcept override {
     rerun_ = nullptr;
     emulated_capturing() = false;

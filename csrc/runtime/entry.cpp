@@ -198,7 +198,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
     recording = true;
     e->static_outputs_ = e->run_on_buffers(fn, inputs);
     recording = false;
-    graph->capture_end();
+    graph->capture_end(e->static_outputs_);
   } catch (...) {
     // Whatever failed (warmup, the capture run, the graph itself), the written static inputs
     // get their values back: the call that failed here runs again on the fallback path.

@@ -24,7 +24,7 @@ class FakeGraph final : public DeviceGraph {
  public:
   explicit FakeGraph(GraphLog& log) : log_(log) {}
   void capture_begin(std::function<void()> rerun) override { rerun_ = std::move(rerun); }
-  void capture_end() override { ++log_.captured; }
+  void capture_end(const std::vector<c10::IValue>&) override { ++log_.captured; }
   void capture_abort() noexcept override { ++log_.aborted; }
   void replay() override {
     ++log_.replayed;
@@ -57,7 +57,7 @@ std::vector<c10::IValue> mul_add(const std::vector<c10::IValue>& in) {
 class StaleGraph final : public DeviceGraph {
  public:
   void capture_begin(std::function<void()>) override {}
-  void capture_end() override {}
+  void capture_end(const std::vector<c10::IValue>&) override {}
   void capture_abort() noexcept override {}
   void replay() override {}
   void reset() override {}

@@ -65,7 +65,8 @@ def choose_route(options: dict[str, Any], example_inputs: Sequence[Any]) -> tupl
         wanted = ROUTE_GRAPH_ONLY
     else:
         return ROUTE_DEFAULT, None, "graph_only and graph_with_compile are off"
-    kind, reason = choose_kind(options["device_graph"], inputs_device(example_inputs))
+    kind, reason = choose_kind(options["device_graph"], inputs_device(example_inputs),
+                               compiled=wanted == ROUTE_GRAPH_WITH_COMPILE)
     if kind is None:
         return ROUTE_DEFAULT, None, f"{wanted} requested but {reason}"
     return wanted, kind, reason

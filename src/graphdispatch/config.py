@@ -55,8 +55,9 @@ safe_output_mode: bool = True
 warmup_iters: int = 1
 # Copy changed inputs on a dedicated stream ordered by events (no host synchronize).
 copy_stream: bool = True
-# Which device graph captures: "auto" (CUDA, else NPU, else torch.accelerator.Graph; never
-# "emulated"), "cuda", "npu", "accelerator", or "emulated" (CPU stand-in for tests).
+# Which device graph captures: "auto" (CUDA, else NPU, else torch.accelerator.Graph; for CPU
+# inputs on graph_only the CPU graph; never "emulated"), "cuda", "npu", "accelerator", "cpu"
+# (ops recorded once, replayed from C++), or "emulated" (re-runs the work; tests, Inductor).
 device_graph: str = "auto"
 # Bytes the cached graphs of one compiled graph may hold (input buffers plus the graph pool
 # memory each capture added, or its static outputs where there is no pool); 0 = unbounded.
@@ -96,7 +97,7 @@ _TYPES: dict[str, type] = {
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "eviction": ("fifo", "lru"),
-    "device_graph": ("auto", "cuda", "npu", "accelerator", "emulated"),
+    "device_graph": ("auto", "cuda", "npu", "accelerator", "cpu", "emulated"),
 }
 _INT64_MAX = 2**63 - 1
 # Inclusive bounds of every int option. All reach GraphRunner as int64_t

@@ -3,8 +3,9 @@
 The runtime (``csrc/runtime/device_graph.h``) sees a device graph through capture_begin /
 capture_end / capture_abort / replay / reset. For framework graphs (``torch.cuda.CUDAGraph``,
 ``torch.npu.NPUGraph``, ``torch.accelerator.Graph``) those calls land on the small adapters
-below, so the extension needs no device headers and one build serves every device. The
-emulated graph is pure C++ (``EmulatedGraph``) and is never chosen automatically.
+below, so the extension needs no device headers and one build serves every device. The CPU
+graph (``CpuGraph``, Note [CPU graph]) and the emulated graph are pure C++; ``auto`` picks the
+CPU graph for CPU inputs on graph_only, the emulated graph is never chosen automatically.
 
 Pools: one graph pool per device and kind, shared by every entry and held alive by the factory
 for the process (an empty graph captured into it, as cudagraph trees keep theirs), so no
@@ -34,7 +35,7 @@ from ._once import at_fork_in_child
 
 log = logging.getLogger("graphdispatch")
 
-GRAPH_KINDS = ("cuda", "npu", "accelerator", "emulated")
+GRAPH_KINDS = ("cuda", "npu", "accelerator", "cpu", "emulated")
 
 
 def _npu_module() -> Any:
@@ -45,6 +46,8 @@ def unavailable_reason(kind: str, device: torch.device) -> str | None:
     """None when graphs of ``kind`` can capture work on ``device``, else why not."""
     if kind == "emulated":
         return None
+    if kind == "cpu":
+        return None if device.type == "cpu" else f"CPU graphs need CPU inputs (inputs on {device})"
     if device.type == "cpu":
         return f"inputs are on the CPU, where {kind} graphs do not exist"
     if kind == "cuda":
@@ -70,11 +73,26 @@ def unavailable_reason(kind: str, device: torch.device) -> str | None:
     raise ValueError(f"device_graph: expected one of auto, {', '.join(GRAPH_KINDS)}, got {kind!r}")
 
 
-def choose_kind(requested: str, device: torch.device) -> tuple[str | None, str]:
-    """(kind, reason): the graph kind for ``device``, or (None, why there is none)."""
+# Inductor's CPU code calls its generated C++ kernels directly, not through the dispatcher, so a
+# CPU graph would record the extern kernels around them and miss the rest.
+INDUCTOR_ON_CPU = ("Inductor's CPU kernels are not dispatcher ops, which a CPU graph records; "
+                   "Inductor's code runs without a graph (use graph_only for a CPU graph)")
+
+
+def choose_kind(requested: str, device: torch.device,
+                compiled: bool = False) -> tuple[str | None, str]:
+    """(kind, reason): the graph kind for ``device``, or (None, why there is none).
+
+    ``compiled``: the graph to capture is Inductor's output (graph_with_compile), which the CPU
+    graph cannot record.
+    """
+    if requested == "cpu" and compiled:
+        return None, INDUCTOR_ON_CPU
     if requested != "auto":
         reason = unavailable_reason(requested, device)
         return (None, reason) if reason else (requested, f"device_graph={requested!r}")
+    if device.type == "cpu":
+        return (None, INDUCTOR_ON_CPU) if compiled else ("cpu", "auto: the CPU graph for CPU inputs")
     reasons = []
     for kind in ("cuda", "npu", "accelerator"):
         reason = unavailable_reason(kind, device)
@@ -424,6 +442,8 @@ def make_factory(kind: str) -> Any:
 
     if kind == "emulated":
         return _C.EmulatedGraphFactory()
+    if kind == "cpu":
+        return _C.CpuGraphFactory()
     if kind == "cuda":
         _C.set_stream_maker("cuda", new_cuda_stream)
     return _C.PyGraphFactory(FrameworkGraphs(kind))

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include <functional>
+#include <vector>
+
+namespace graphdispatch {
+
+/// One op the recorder saw: the operator, the dispatch keys below the recorder (the kernel that
+/// ran), and its arguments and returns as they were when it ran. Each tensor is a new TensorImpl
+/// over the op's storage with the sizes, strides and offset it had then, so a later in-place
+/// metadata change (`unsqueeze_`, `resize_`) does not rewrite what an earlier op saw.
+struct RecordedOp final {
+  c10::OperatorHandle op;
+  c10::DispatchKeySet keys;
+  std::vector<c10::IValue> arguments;
+  std::vector<c10::IValue> returns;
+};
+
+// Note [Recording ops]
+// The CPU graph records at dispatch key Fake, which sits below autograd, autocast, Python modes
+// and functionalization and above BackendSelect and the kernels: the ops seen there are the
+// kernels a device graph would record (composites already decomposed, autocast's casts
+// included). A boxed fallback on that key runs only while a recorder is active on the thread
+// (the key is in the thread's included set); it records the op, then runs it below the key with
+// the key excluded, so ops a kernel calls internally are not recorded twice. PyTorch 2.13
+// registers nothing at Fake (its C++ fake tensors are not built); the registration fails
+// loudly if a later version does. Ops that read tensor values on the host (tags
+// data_dependent_output, dynamic_output_shape: `item`, `nonzero`, `equal`) throw at record
+// time naming the op, as a device capture fails on a host synchronisation, so no value read at
+// capture is baked into replays.
+
+/// Records, on this thread and for its lifetime, every op that reaches the dispatcher below
+/// autograd (Note [Recording ops]). Not copyable; one recorder per thread at a time.
+class OpRecorder final {
+ public:
+  OpRecorder();
+  ~OpRecorder();
+  OpRecorder(const OpRecorder&) = delete;
+  OpRecorder& operator=(const OpRecorder&) = delete;
+
+  /// The ops recorded so far, in the order they ran; the recorder keeps recording.
+  std::vector<RecordedOp> take() { return std::move(ops_); }
+  /// Called by the fallback: records `op`, whose arguments are on `stack`, and runs it.
+  void record(const c10::OperatorHandle& op, c10::DispatchKeySet below, torch::jit::Stack* stack);
+
+ private:
+  std::vector<RecordedOp> ops_;
+  c10::impl::IncludeDispatchKeyGuard include_;
+};
+
+/// The argument of `v` with every tensor (also inside lists) replaced by `f(tensor)`.
+c10::IValue map_tensors(const c10::IValue& v, const std::function<at::Tensor(const at::Tensor&)>& f);
+
+}  // namespace graphdispatch
