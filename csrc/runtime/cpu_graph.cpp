@@ -24,6 +24,15 @@ bool metadata_only(const c10::OperatorHandle& op) {
   return name == "aten::resize_" || name == "aten::resize_as_" || name == "aten::set_";
 }
 
+// Ops that allocate without writing: what the memory holds when read comes from outside the
+// dispatcher (`torch.tensor([...])` copies its values into `empty`'s result with memcpy).
+bool uninitialized(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name().name;
+  return name == "aten::empty" || name == "aten::empty_strided" || name == "aten::empty_like" ||
+         name == "aten::new_empty" || name == "aten::new_empty_strided" ||
+         name == "aten::empty_permuted";
+}
+
 void for_each_tensor(const c10::IValue& v, const std::function<void(const at::Tensor&)>& f) {
   map_tensors(v, [&](const at::Tensor& t) {
     if (t.defined()) f(t);
@@ -37,7 +46,7 @@ struct StorageUse final {
   std::int64_t first = -1;
   std::int64_t last = -1;
   std::int64_t recorded_refs = 0;  // tensors of the recording holding it
-  std::size_t op = 0;              // the first op that read it
+  bool constant = false;           // kept where it is, with the values it has now
 };
 
 void release_arena_ref(void* ctx) { delete static_cast<std::shared_ptr<c10::DataPtr>*>(ctx); }
@@ -84,7 +93,7 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
     if (added) {
       order.push_back(storage);
       it->second.first = may_define ? step : -1;
-      it->second.op = static_cast<std::size_t>(step);
+      it->second.constant = may_define && uninitialized(ops[static_cast<std::size_t>(step)].op);
     }
     it->second.last = std::max(it->second.last, step);
     ++it->second.recorded_refs;
@@ -128,22 +137,27 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
   std::unordered_map<c10::StorageImpl*, c10::intrusive_ptr<c10::StorageImpl>> aliases;
   std::vector<c10::StorageImpl*> made;
   std::vector<Lifetime> lifetimes;
+  std::int64_t constant_bytes = 0;
   for (auto* storage : order) {
     const auto& u = uses.at(storage);
-    if (u.first >= 0) {
-      if (storage->nbytes() == 0) continue;
+    const auto bytes = static_cast<std::int64_t>(storage->nbytes());
+    if (u.constant) {
+      constant_bytes += bytes;
+    } else if (u.first >= 0) {
+      if (bytes == 0) continue;
       made.push_back(storage);
-      lifetimes.push_back({u.first, u.last, static_cast<std::int64_t>(storage->nbytes())});
-      continue;
-    }
-    TORCH_CHECK(c10::raw::intrusive_ptr::use_count(storage) > static_cast<std::size_t>(u.recorded_refs),
-                "CPU graph capture: ", ops[u.op].op.operator_name(),
-                " read a tensor that was made outside the dispatcher and is no input of the graph "
-                "(a temporary the replay would read after it was freed)");
-    aliases.emplace(storage, c10::make_intrusive<c10::StorageImpl>(
+      lifetimes.push_back({u.first, u.last, bytes});
+    } else if (c10::raw::intrusive_ptr::use_count(storage) ==
+               static_cast<std::size_t>(u.recorded_refs)) {
+      // Made outside the dispatcher and held by nothing else (a Python number wrapped as a
+      // tensor): a constant of the graph, which the program keeps.
+      constant_bytes += bytes;
+    } else {
+      aliases.emplace(storage, c10::make_intrusive<c10::StorageImpl>(
                                  c10::StorageImpl::use_byte_size_t(), storage->sym_nbytes(),
                                  c10::DataPtr(storage->mutable_data(), storage->device()),
                                  /*allocator=*/nullptr, /*resizable=*/false));
+    }
   }
   auto fixed = [&](const at::Tensor& t) {
     if (!t.defined()) return t;
@@ -154,7 +168,7 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
 
   // Intermediates and outputs: one arena, shared by lifetime.
   const auto plan = plan_memory(lifetimes, kAlignment);
-  arena_bytes_ = plan.bytes;
+  arena_bytes_ = plan.bytes + constant_bytes;
   if (plan.bytes > 0) {
     auto arena = std::make_shared<c10::DataPtr>(c10::GetCPUAllocator()->allocate(plan.bytes));
     auto* base = static_cast<char*>(arena->get());
@@ -165,11 +179,10 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
     }
   }
 
-  const auto after_recorder = c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::Fake);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (kinds[i] == Kind::kSkip) continue;
     auto& op = ops[i];
-    Step step{op.op, op.keys, {}, {}};
+    Step step{op.op, {}, {}};
     for (auto& a : op.arguments) a = map_tensors(a, fixed);
     if (kinds[i] == Kind::kOut) {
       const auto out = *out_variant(op.op);
@@ -186,19 +199,16 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
       }
       ++copied_;
     }
-    // The kernel's keys: a factory op was recorded with BackendSelect only, its out= overload
-    // dispatches on its out tensors.
-    for (const auto& a : step.arguments) {
-      for_each_tensor(a, [&](const at::Tensor& t) { step.keys = step.keys | (t.key_set() & after_recorder); });
-    }
     steps_.push_back(std::move(step));
   }
 }
 
 void CpuGraph::replay() {
+  // The keys above the recorder's (autograd, autocast, Python modes) were handled at capture.
+  c10::impl::ExcludeDispatchKeyGuard below_the_recorder(above_recorder());
   for (const auto& step : steps_) {
     stack_.assign(step.arguments.begin(), step.arguments.end());
-    step.op.redispatchBoxed(step.keys, &stack_);
+    step.op.callBoxed(&stack_);
     for (std::size_t k = 0; k < step.copy_to.size(); ++k) {
       if (step.copy_to[k].defined()) step.copy_to[k].copy_(stack_[k].toTensor());
     }

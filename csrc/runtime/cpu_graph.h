@@ -17,8 +17,8 @@ namespace graphdispatch {
 // Note [CPU graph]
 // The CPU has no device graph in PyTorch; this is one. Capture runs the work once while an
 // OpRecorder takes every op below autograd (Note [Recording ops]); capture_end turns the ops
-// into a program of steps, each an operator, the dispatch keys of the kernel that ran and a
-// fixed argument stack:
+// into a program of steps, each an operator and a fixed argument stack, called with the
+// recorder's key and every key above it excluded (the kernels the capture ran):
 // - a functional op with an `out=` overload (out_variant.h) calls the overload with its recorded
 //   returns as the out tensors, so the replay writes where the capture did and allocates nothing;
 //   one without calls the op and copies its returns into the recorded ones;
@@ -29,25 +29,27 @@ namespace graphdispatch {
 // Tensors the work did not make (the entry's buffers, static inputs, the graph's constants)
 // are read through non-owning tensors at the same address: the program keeps no model alive
 // (case C34), and the cache key's static addresses plus the runner's lost-input checks make
-// sure a replay runs only while that memory holds what the call passes. A tensor made outside
-// the dispatcher that nothing but the recording holds (a temporary the replay would read after
-// it was freed) fails the capture instead. Tensors the work made live in one arena, placed by
-// lifetime (memory_plan.h) with the outputs kept to the end, so an entry holds about the
-// forward's peak rather than the sum of its activations (case C44). Replay walks the steps in
+// sure a replay runs only while that memory holds what the call passes. Tensors the work made
+// live in one arena, placed by lifetime (memory_plan.h) with the outputs kept to the end, so an
+// entry holds about the forward's peak rather than the sum of its activations (case C44). Two
+// kinds of tensor keep their own memory and the values they had at capture, as constants of the
+// graph: one made outside the dispatcher that nothing but the recording holds (a Python number
+// wrapped as a tensor), and the result of an allocating op that writes nothing (`empty`), whose
+// values come from outside the dispatcher when it is read (`torch.tensor([...])` fills one with
+// memcpy). Replay walks the steps in
 // C++ without Python or the GIL.
 
 /// The CPU graph (Note [CPU graph]). Not thread-safe: each Entry serialises its calls.
 class CpuGraph final : public DeviceGraph {
  public:
   void capture_begin(std::function<void()> rerun) override;
-  /// Builds the program. Throws c10::Error when the work read a tensor made outside the
-  /// dispatcher that only the recording holds (the op is named).
+  /// Builds the program from the recording.
   void capture_end(const std::vector<c10::IValue>& outputs) override;
   void capture_abort() noexcept override;
   void replay() override;
   void reset() override;
   bool runs_during_capture() const override { return true; }
-  /// The arena's bytes: every intermediate and output of the program.
+  /// The bytes the program owns: its arena (every intermediate and output) and its constants.
   std::optional<std::int64_t> pool_bytes() const override { return arena_bytes_; }
   /// "N ops recorded, K replayed (J through out=, C copied), arena B bytes".
   std::string describe() const override;
@@ -55,7 +57,6 @@ class CpuGraph final : public DeviceGraph {
  private:
   struct Step final {
     c10::OperatorHandle op;
-    c10::DispatchKeySet keys;
     std::vector<c10::IValue> arguments;
     /// Per return of a functional op without an out= overload: where its value is copied.
     std::vector<at::Tensor> copy_to;

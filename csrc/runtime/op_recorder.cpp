@@ -41,6 +41,12 @@ at::Tensor snapshot(const at::Tensor& t) {
 
 }  // namespace
 
+c10::DispatchKeySet above_recorder() {
+  // FULL_AFTER holds every backend bit; its complement holds functionality bits only.
+  return c10::DispatchKeySet(c10::DispatchKeySet::FULL) -
+         c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kRecordKey);
+}
+
 c10::IValue map_tensors(const c10::IValue& v,
                         const std::function<at::Tensor(const at::Tensor&)>& f) {
   if (v.isTensor()) return f(v.toTensor());
@@ -86,7 +92,7 @@ void OpRecorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet below
     op.redispatchBoxed(below, stack);
   }
   // Snapshots after the op: an out= argument the op resized is replayed at its final size.
-  RecordedOp recorded{op, below, {}, {}};
+  RecordedOp recorded{op, {}, {}};
   recorded.arguments.reserve(n);
   for (const auto& v : given) recorded.arguments.push_back(map_tensors(v, snapshot));
   const auto m = schema.returns().size();

@@ -82,10 +82,10 @@ class Route:
 
 
 def graph_route(device: torch.device) -> Route:
-    kind, _ = choose_kind("auto", device)
-    if kind is None:
-        return Route("graph_only", "emulated", {"graph_only": True, "device_graph": "emulated"})
-    return Route("graph_with_compile", kind, {"graph_with_compile": True})
+    if device.type == "cpu":  # Inductor's CPU kernels cannot be recorded: the FX graph is
+        return Route("graph_only", "cpu", {"graph_only": True})
+    kind, _ = choose_kind("auto", device, compiled=True)
+    return Route("graph_with_compile", kind or "emulated", {"graph_with_compile": True})
 
 
 def routes_for(device: torch.device) -> list[Route]:
