@@ -143,13 +143,14 @@ void init_runner(py::module_& m) {
                d["detail"] = e->detail();
                d["bytes"] = e->bytes();
                d["replays"] = e->replays();
+               d["graph"] = e->graph_description();
                out.append(std::move(d));
              }
              return out;
            },
            "Every live entry, oldest first: {signature (in words), captured (False for a "
            "negative entry), reason and detail (why not, else ''), bytes (buffers plus graph "
-           "pool or static outputs), replays}.")
+           "pool or static outputs), replays, graph (what the device graph holds, in words, or '')}.")
       .def_property_readonly("entry_bytes",
                              [](const GraphRunner& self) {
                                py::gil_scoped_release release;  // see entry_for

@@ -135,6 +135,8 @@ class Entry final {
   /// (or, for a graph without a pool, its static outputs). 0 for a negative entry.
   std::int64_t bytes() const { return bytes_; }
   std::int64_t replays() const { return replays_.load(std::memory_order_relaxed); }
+  /// What the device graph holds, in words (DeviceGraph::describe); "" for a negative entry.
+  std::string graph_description() const { return graph_ ? graph_->describe() : ""; }
 
   /// True for the first `limit` calls (across threads): those replays are verified.
   bool claim_verification(std::int64_t limit) {

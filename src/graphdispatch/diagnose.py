@@ -69,6 +69,8 @@ class Explanation:
                 state = "captured" if e["captured"] else f"refused ({e['reason']})"
                 lines.append(f"    {state}, {e['bytes']} bytes, {e['replays']} replay(s): "
                              f"{_dynamic_part(e['signature'])}")
+                if e["graph"]:
+                    lines.append(f"      graph: {e['graph']}")
             if not g["fallbacks"]:
                 lines.append("  fallbacks: none")
             for f in g["fallbacks"]:
