@@ -192,8 +192,8 @@ def stub_inductor(monkeypatch):
     (True, False, "emulated", "graph_only"),
     (False, True, "emulated", "graph_with_compile"),
     (True, True, "emulated", "graph_with_compile"),  # with_compile first (seed)
-    (True, False, "auto", "default"),  # no device graph for CPU inputs: the seed's else branch
-    (False, True, "auto", "default"),
+    (True, False, "auto", "graph_only"),  # the CPU graph for CPU inputs
+    (False, True, "auto", "default"),  # Inductor's CPU kernels cannot be recorded: else branch
 ])
 def test_seed_routing_rule(stub_inductor, caplog, only, with_compile, device_graph, route):
     graphdispatch.config.device_graph = device_graph

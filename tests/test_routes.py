@@ -25,9 +25,11 @@ def resolved(**options):
         (True, False, "emulated", "graph_with_compile"),
         (True, True, "emulated", "graph_with_compile"),  # with_compile wins (seed)
         (False, False, "auto", "default"),
-        (False, True, "auto", "default"),  # no device graph for CPU inputs
-        (True, False, "auto", "default"),
+        (False, True, "auto", "graph_only"),  # the CPU graph for CPU inputs
+        (True, False, "auto", "default"),  # Inductor's CPU kernels cannot be recorded
         (True, True, "cuda", "default"),
+        (False, True, "cpu", "graph_only"),
+        (True, False, "cpu", "default"),
     ],
 )
 def test_route_matrix(with_compile, only, device_graph, expected):
@@ -39,10 +41,12 @@ def test_route_matrix(with_compile, only, device_graph, expected):
     assert reason  # never a silent choice
 
 
-def test_auto_never_picks_emulated():
+def test_auto_picks_the_cpu_graph_never_emulated():
     route, kind, reason = choose_route(resolved(graph_only=True), CPU_INPUTS)
+    assert (route, kind) == ("graph_only", "cpu")
+    route, kind, reason = choose_route(resolved(graph_with_compile=True), CPU_INPUTS)
     assert (route, kind) == ("default", None)
-    assert "no device graph available" in reason
+    assert "Inductor's CPU kernels are not dispatcher ops" in reason
 
 
 def test_route_is_logged_and_counted(caplog):

@@ -2,6 +2,7 @@
 
 #include "bindings/py_values.h"
 #include "runtime/copy_pipeline.h"
+#include "runtime/cpu_graph.h"
 #include "runtime/graph_runner.h"
 #include "runtime/stats.h"
 
@@ -208,6 +209,8 @@ void init_stats(py::module_& m) {
         "'graphdispatch::fallback' profiler range like the runner's fallbacks.");
   m.def("emulated_capturing", [] { return emulated_capturing(); },
         "True while this thread is inside an emulated capture (its 'stream is capturing').");
+  m.def("cpu_graph_capturing", [] { return cpu_graph_capturing(); },
+        "True while this thread is inside a CPU graph's capture (its 'stream is capturing').");
   m.def("after_fork_in_child", [] {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();

@@ -1,5 +1,5 @@
 """Helpers for the field cases (../../shared/cases/graph-cases.md): routes, compiling with
-graphdispatch, a direct emulated runner, counters."""
+graphdispatch, a direct runner, counters."""
 
 from __future__ import annotations
 
@@ -27,12 +27,21 @@ def compiled(fn: Callable, options: dict[str, Any] = GRAPH_ONLY, **extra: Any) -
     return torch.compile(fn, backend="graphdispatch", options={**options, **extra})
 
 
-def runner(fn: Callable, is_static: list[bool], kind: str = "emulated", **kwargs: Any) -> Any:
-    """A GraphRunner over ``fn`` (positional tensors in, a tuple out), without Dynamo."""
+def runner(fn: Callable, is_static: list[bool], kind: str | None = None, **kwargs: Any) -> Any:
+    """A GraphRunner over ``fn`` (positional tensors in, a tuple out), without Dynamo, on
+    ``kind`` (default: GRAPH_ONLY's graph, which tests/cases/conftest.py sets per run)."""
     from graphdispatch import _C
     from graphdispatch.device_graphs import make_factory
 
-    return _C.GraphRunner(fn, is_static, make_factory(kind), **kwargs)
+    return _C.GraphRunner(fn, is_static, make_factory(kind or GRAPH_ONLY["device_graph"]), **kwargs)
+
+
+def capturing() -> bool:
+    """True while this thread is inside a capture of the emulated or the CPU graph: what a
+    device's "stream is capturing" query says."""
+    from graphdispatch import _C
+
+    return _C.emulated_capturing() or _C.cpu_graph_capturing()
 
 
 def stats() -> dict[str, Any]:

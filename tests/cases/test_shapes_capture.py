@@ -11,7 +11,7 @@ import graphdispatch
 from graphdispatch import _C
 from graphdispatch.backend import _RUNNERS
 
-from cases_helpers import GRAPH_ONLY, compiled, fallbacks, requires_cuda, runner, stats
+from cases_helpers import GRAPH_ONLY, capturing, compiled, fallbacks, requires_cuda, runner, stats
 
 # ---- C10: dynamic batch sizes -----------------------------------------------------------------
 
@@ -66,7 +66,7 @@ ATTEMPTS = {"failed_captures": 0}
 @torch.library.custom_op("graphdispatch_cases::host_sync", mutates_args=())
 def host_sync(x: torch.Tensor) -> torch.Tensor:
     # What a device does with a host sync inside a capture: refuse it.
-    if _C.emulated_capturing():
+    if capturing():
         ATTEMPTS["failed_captures"] += 1
         raise RuntimeError("operation not permitted when stream is capturing")
     return x * x.sum().item()
@@ -91,7 +91,7 @@ def _check_failed_capture_is_contained(call):
         torch.testing.assert_close(call(x), expected)
     assert ATTEMPTS["failed_captures"] == 1  # never retried
     assert fallbacks("capture_failed") == 2
-    assert not _C.emulated_capturing()  # the stream is not left capturing
+    assert not capturing()  # the stream is not left capturing
     # Unrelated work and an unrelated capture afterwards are fine.
     captures = stats()["captures"]
     y = torch.randn(5) * 2

@@ -65,7 +65,7 @@ def test_wrong_type_names_key_and_expected_type(key, value, expected):
 
 @pytest.mark.parametrize("key, value, expected", [
     ("eviction", "lifo", "expected one of fifo, lru"),
-    ("device_graph", "tpu", "expected one of auto, cuda, npu, accelerator, emulated"),
+    ("device_graph", "tpu", "expected one of auto, cuda, npu, accelerator, cpu, emulated"),
     ("max_entries", -1, "expected an int in \\[0, 2\\*\\*63 - 1\\]"),
     ("warmup_iters", 2**63, "expected an int in \\[0, 2\\*\\*63 - 1\\]"),  # C38: int64_t in C++
 ])
