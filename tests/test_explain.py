@@ -22,8 +22,9 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "diagnosing.md"
 @torch.library.custom_op("graphdispatch_test::host_sync", mutates_args=())
 def host_sync(x: torch.Tensor) -> torch.Tensor:
     """Stands in for an op a device graph cannot record (a host synchronisation): it fails
-    while the (emulated) stream captures, as such an op fails under CUDA stream capture."""
-    if _C.emulated_capturing():
+    while the (emulated or CPU graph's) stream captures, as such an op fails under CUDA stream
+    capture."""
+    if _C.emulated_capturing() or _C.cpu_graph_capturing():
         raise RuntimeError("operation not permitted when stream is capturing")
     return x.clone()
 
@@ -87,7 +88,7 @@ def test_a_graph_refused_as_a_whole_and_the_options_given():
     assert fallback["reason"] == "data_dependent" and fallback["scope"] == "graph"
     assert fallback["detail"].startswith("at node item (call_method item)")
     assert graph["entries"] == [] and [i["kind"] for i in graph["inputs"]] == ["uncaptured"]
-    assert report.options == {"graph_only": True, "device_graph": "emulated", "lazy_capture": True}
+    assert report.options == {"graph_only": True, "lazy_capture": True}
 
 
 # ---- the demo's pipelines -------------------------------------------------------------------

@@ -15,7 +15,10 @@ import graphdispatch
 from graphdispatch import _C
 from graphdispatch.device_graphs import _FrameworkGraph
 
-from cases.cases_helpers import GRAPH_ONLY, compiled, runner
+from cases.cases_helpers import GRAPH_ONLY, compiled, graph_kind, runner  # noqa: F401
+
+# Verification, budgets and warm-up on the emulated and the CPU graph.
+pytestmark = pytest.mark.usefixtures("graph_kind")
 
 RANGES = ("graphdispatch::capture", "graphdispatch::replay", "graphdispatch::copy_inputs",
           "graphdispatch::fallback")
@@ -212,12 +215,15 @@ class PoolGraphs(StaleGraphs):
         return _FrameworkGraph(Recording(), {}, [], lambda: None, reserved=lambda: self.reserved)
 
 
-def test_entry_bytes_count_buffers_and_outputs():
+def test_entry_bytes_count_buffers_and_outputs(graph_kind):
     r = runner(mul_add, [False, False], max_entry_bytes=0)
     r.capture(torch.randn(8), torch.randn(8))
     (entry,) = r.entries()
-    # Two float32 input buffers of 8 and one output of 8, on the emulated graph (no pool).
-    assert entry["bytes"] == 3 * 8 * 4 and r.entry_bytes == entry["bytes"]
+    # Two float32 input buffers of 8, then on the emulated graph (no pool) the output of 8; the
+    # CPU graph's arena holds `a * 2` and the output, alive together, in 64-byte blocks, and
+    # the constant 2 (a Python number wrapped as an 8-byte tensor).
+    graph_bytes = 8 * 4 if graph_kind == "emulated" else 2 * 64 + 8
+    assert entry["bytes"] == 2 * 8 * 4 + graph_bytes and r.entry_bytes == entry["bytes"]
     assert entry["captured"] and entry["replays"] == 0
 
 
@@ -237,16 +243,18 @@ def test_budget_evicts_by_bytes_including_pool_memory(eviction, survivor):
     assert r.entry_bytes == per_entry(3) + per_entry(survivor)
 
 
-def test_budget_through_torch_compile_matches_eager():
+def test_budget_through_torch_compile_matches_eager(graph_kind):
+    # An entry holds its input buffer and, on the emulated graph, its output; the CPU graph's
+    # arena holds `sin` and the output, alive together, in 64-byte blocks, and the constant 1.
+    per_entry = (lambda n: 2 * n * 4) if graph_kind == "emulated" else (lambda n: n * 4 + 2 * 64 + 8)
     # dynamic=True: one graph, so one runner (and one budget) sees every size.
     G = torch.compile(lambda x: x.sin() + 1, backend="graphdispatch", dynamic=True,
-                      options={**GRAPH_ONLY, "max_entry_bytes": 2 * (2 * 16 * 4)})
+                      options={**GRAPH_ONLY, "max_entry_bytes": per_entry(16) + per_entry(15)})
     for n in (16, 16, 15, 14, 16):
         x = torch.randn(n)
         torch.testing.assert_close(G(x), x.sin() + 1, rtol=0, atol=0)
     stats = graphdispatch.stats()
-    # An entry holds 2 x n float32 (buffer, output): 16 and 15 fit, 14 evicts 16, which then
-    # evicts 15.
+    # 16 and 15 fit, 14 evicts 16, which then evicts 15.
     assert stats["captures"] == 4 and stats["evictions"] == 2, stats
 
 

@@ -1,5 +1,6 @@
-"""The runtime through graphdispatch._C and torch.compile on the emulated graph, with eager
-PyTorch as the oracle: cache key, eviction, copy skip, mismatch message, outputs, fallback."""
+"""The runtime through graphdispatch._C and torch.compile on the emulated and the CPU graph, with
+eager PyTorch as the oracle: cache key, eviction, copy skip, mismatch message, outputs,
+fallback."""
 
 import logging
 
@@ -11,13 +12,24 @@ from graphdispatch import _C
 from graphdispatch.device_graphs import make_factory
 
 
+KIND = {"graph": "emulated"}
+
+
+@pytest.fixture(autouse=True, params=["emulated", "cpu"])
+def graph_kind(request):
+    """Each test on both CPU graphs: the emulated one and the recorded one."""
+    KIND["graph"] = request.param
+    yield request.param
+    KIND["graph"] = "emulated"
+
+
 def runner(fn, n_inputs, **options):
-    return _C.GraphRunner(fn, [False] * n_inputs, make_factory("emulated"), **options)
+    return _C.GraphRunner(fn, [False] * n_inputs, make_factory(KIND["graph"]), **options)
 
 
 def compiled(fn, **options):
     return torch.compile(fn, backend="graphdispatch",
-                         options={"graph_only": True, "device_graph": "emulated", **options})
+                         options={"graph_only": True, "device_graph": KIND["graph"], **options})
 
 
 # ---- cache key -------------------------------------------------------------------------------
@@ -202,7 +214,7 @@ def test_clear_while_another_thread_reads_does_not_deadlock():
         import threading, torch
         from graphdispatch import _C
         from graphdispatch.device_graphs import make_factory
-        r = _C.GraphRunner(lambda x: (x + 1,), [False], make_factory("emulated"))
+        r = _C.GraphRunner(lambda x: (x + 1,), [False], make_factory(GRAPH))
         stop = threading.Event()
         def read():
             while not stop.is_set():
@@ -218,6 +230,7 @@ def test_clear_while_another_thread_reads_does_not_deadlock():
         reader.join()
         print("done", r.num_entries)
     """)
+    script = script.replace("GRAPH", repr(KIND["graph"]))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["done", "0"]

@@ -175,7 +175,7 @@ def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = 
     reports what happened (see ``Explanation``).
 
     ``options``: backend options (as for ``torch.compile(..., options=...)``); by default the
-    graph route for the inputs' device (``graph_only``; on the CPU with the emulated graph).
+    graph route for the inputs' device (``graph_only``; on the CPU with the CPU graph).
     The model runs three times: under ``torch._dynamo.explain`` (graphs, breaks), at capture,
     and the call itself; make the call as you would (e.g. under ``torch.no_grad()``), since
     grad mode decides fallbacks. Resets Dynamo's caches before and after, as
@@ -183,17 +183,14 @@ def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = 
     invalid options.
     """
     import torch._dynamo
-    from torch.utils import _pytree as pytree
 
     from . import config
-    from .backend import Backend, inputs_device
+    from .backend import Backend
     from .serving import stats_delta
 
     import graphdispatch
 
-    chosen = {"graph_only": True}
-    if inputs_device(pytree.tree_leaves((args, kwargs))).type == "cpu":
-        chosen["device_graph"] = "emulated"
+    chosen = {"graph_only": True}  # on the CPU, device_graph "auto" is the CPU graph
     chosen.update(config.normalize(options))
     backend = Backend(options=chosen)
 

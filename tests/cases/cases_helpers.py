@@ -23,6 +23,19 @@ ROUTES = [
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
+GRAPH_KINDS = ("emulated", "cpu")
+
+
+@pytest.fixture(params=GRAPH_KINDS)
+def graph_kind(request):
+    """Runs a test on each graph a CPU has, the emulated one (re-runs the FX graph on replay)
+    and the CPU graph (replays recorded ops from C++ on fixed memory, as a device graph does):
+    GRAPH_ONLY and ``runner()`` use it. Modules opt in with ``pytestmark``."""
+    GRAPH_ONLY["device_graph"] = request.param
+    yield request.param
+    GRAPH_ONLY["device_graph"] = "emulated"
+
+
 def compiled(fn: Callable, options: dict[str, Any] = GRAPH_ONLY, **extra: Any) -> Callable:
     return torch.compile(fn, backend="graphdispatch", options={**options, **extra})
 

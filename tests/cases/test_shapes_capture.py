@@ -8,7 +8,6 @@ import torch
 import torch._dynamo
 
 import graphdispatch
-from graphdispatch import _C
 from graphdispatch.backend import _RUNNERS
 
 from cases_helpers import GRAPH_ONLY, capturing, compiled, fallbacks, requires_cuda, runner, stats
