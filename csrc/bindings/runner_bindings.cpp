@@ -163,6 +163,10 @@ void init_runner(py::module_& m) {
                                return self.num_entries();
                              })
       .def("clear", &GraphRunner::clear, py::call_guard<py::gil_scoped_release>())
+      .def("replay_graphs", &GraphRunner::replay_graphs, py::call_guard<py::gil_scoped_release>(),
+           "Replays every captured entry's device graph once with nothing around it (no key, "
+           "copies or outputs), for measuring the runner's own overhead; graphs that record "
+           "their work only (not the emulated graph).")
       .def("drop_dead_entries",
            [](GraphRunner& self, std::uintptr_t dying) {
              py::gil_scoped_release release;

@@ -482,6 +482,12 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   return outputs;
 }
 
+void Entry::replay_graph() {
+  TORCH_INTERNAL_ASSERT(!is_negative());
+  std::lock_guard<std::mutex> lock(mutex_);
+  graph_->replay();
+}
+
 namespace {
 
 // Why output `k` of the replay differs from the non-graph path's, or "" when it does not.

@@ -167,6 +167,10 @@ class Entry final {
   /// match the capture (an invariant behind the complete cache key).
   std::vector<c10::IValue> replay(const std::vector<c10::IValue>& inputs,
                                   const RunnerOptions& options);
+  /// The device graph replayed once on the buffers as they are, nothing around it (no copies,
+  /// no outputs): what a replay costs without the runner, to measure the runner's overhead.
+  /// For graphs that record their work; the emulated graph needs a call to re-run.
+  void replay_graph();
   /// The inputs the graph reads for a call with `inputs`: the entry's buffers for dynamic
   /// inputs, the call's tensors for static ones, the constants. Passing these back skips the
   /// copies (seed C1).

@@ -58,6 +58,12 @@ std::size_t GraphRunner::entry_bytes() const {
   return state_->cache.bytes();
 }
 
+void GraphRunner::replay_graphs() const {
+  for (const auto& entry : entries()) {
+    if (!entry->is_negative()) entry->replay_graph();
+  }
+}
+
 void GraphRunner::clear() {
   std::vector<std::shared_ptr<Entry>> dropped;
   {

@@ -66,6 +66,9 @@ class GraphRunner final {
   std::vector<std::shared_ptr<Entry>> entries() const;
   /// Bytes the live entries hold (the figure max_entry_bytes bounds).
   std::size_t entry_bytes() const;
+  /// Replays the device graph of every captured entry once, nothing around it
+  /// (Entry::replay_graph): the floor a call of each entry pays, for measuring the runner.
+  void replay_graphs() const;
   /// Drops every entry (graphs reset, buffers freed).
   void clear();
   /// Drops the entries one of whose static inputs was freed or is `dying` (a tensor being

@@ -1,0 +1,243 @@
+"""The CPU graph against eager, Dynamo-eager and Inductor on a tiny Flux transformer, in one run.
+
+    .venv/bin/python bench/cpu_graph.py [--repeats 7] [--calls 50] [--no-write]
+
+Three measurements, each side by side in one process, one intra-op thread, thread CPU time of
+the calling thread (``time.thread_time``: other jobs on the machine do not inflate it), median
+over ``--repeats`` runs of ``--calls`` calls, the columns interleaved within every repeat:
+
+1. **Forward**: ``FluxTransformer2DModel`` (1 double and 2 single blocks, the demo's tiny config)
+   called with the arguments ``FluxPipeline`` passes it in one denoising step, under
+   ``torch.no_grad()``: eager; ``torch.compile(backend="eager")`` (Dynamo, no compiler);
+   ``default`` (Inductor, its compile time reported); graphdispatch ``graph_only`` on the
+   emulated graph and on the CPU graph. Every compiled column's output is compared with eager's
+   and graphdispatch's captures, replays and fallbacks are counted.
+2. **Memory**: the peak bytes one eager forward allocates (the profiler's memory events, summed
+   in time order) against the CPU graph entry's bytes (``stats()["entry_bytes"]``: input
+   buffers, arena, constants). Target: at most 1.5x.
+3. **Regional compilation** (case C50): a tiny Flux with 4 double and 8 single blocks compiled
+   with ``compile_repeated_blocks`` (diffusers' recommended compile), time per transformer call
+   for regional ``backend="eager"`` and regional graphdispatch on the emulated and the CPU graph.
+   The runner's own overhead per block call is the CPU graph's call time minus the same
+   recorded programs replayed in a C++ loop with nothing around them
+   (``_C.GraphRunner.replay_graphs``), divided by the block calls.
+
+Writes the section ``## CPU graph`` of bench/RESULTS.md (other sections kept) unless
+``--no-write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch._dynamo
+
+import graphdispatch
+from graphdispatch.tiny_pipelines import build
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+SECTION = "## CPU graph"
+
+
+def flux_call(num_layers: int, num_single_layers: int) -> tuple[torch.nn.Module, tuple, dict]:
+    """A tiny Flux transformer and the arguments FluxPipeline gives it in one step."""
+    from diffusers import FluxTransformer2DModel
+
+    tiny = build("flux", torch.device("cpu"), 2)
+    config = dict(tiny.model.config)
+    config.update(num_layers=num_layers, num_single_layers=num_single_layers)
+    torch.manual_seed(0)
+    model = FluxTransformer2DModel.from_config(config).eval()
+    seen: dict[str, Any] = {}
+
+    def keep(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        seen.setdefault("call", (args, kwargs))
+
+    hook = tiny.model.register_forward_pre_hook(keep, with_kwargs=True)
+    with torch.no_grad():
+        tiny.pipe(**tiny.call_kwargs())
+    hook.remove()
+    args, kwargs = seen["call"]
+    return model, args, kwargs
+
+
+def thread_us(fn: Callable[[], Any], calls: int) -> float:
+    start = time.thread_time()
+    for _ in range(calls):
+        fn()
+    return (time.thread_time() - start) / calls * 1e6
+
+
+def interleaved(columns: dict[str, Callable[[], Any]], repeats: int, calls: int) -> dict[str, float]:
+    """Median µs per call of each column, the columns interleaved within every repeat."""
+    samples: dict[str, list[float]] = {name: [] for name in columns}
+    for _ in range(repeats):
+        for name, fn in columns.items():
+            samples[name].append(thread_us(fn, calls))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def sample(out: Any) -> torch.Tensor:
+    return (out[0] if isinstance(out, tuple) else out.sample).detach()
+
+
+def eager_peak_bytes(fn: Callable[[], Any]) -> int:
+    """Peak of the bytes allocated during one call, from the profiler's memory events."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]")
+    live = peak = 0
+    for _, nbytes in events:
+        live += nbytes
+        peak = max(peak, live)
+    return peak
+
+
+def forward(repeats: int, calls: int) -> dict[str, Any]:
+    model, args, kwargs = flux_call(1, 2)
+    call = lambda m: (lambda: m(*args, **kwargs))  # noqa: E731
+    with torch.no_grad():
+        expected = sample(model(*args, **kwargs))
+        columns: dict[str, Callable[[], Any]] = {"eager": call(model)}
+        compile_s: dict[str, float] = {}
+        counted: dict[str, dict[str, int]] = {}
+        for name, compile_it in (
+                ("backend=eager", lambda: torch.compile(model, backend="eager")),
+                ("default (Inductor)", lambda: torch.compile(model)),
+                ("graph_only emulated", lambda: torch.compile(
+                    model, backend="graphdispatch", options={"graph_only": True, "device_graph": "emulated"})),
+                ("graph_only CPU graph", lambda: torch.compile(
+                    model, backend="graphdispatch", options={"graph_only": True}))):
+            before = graphdispatch.stats()
+            start = time.perf_counter()
+            compiled = compile_it()
+            out = sample(compiled(*args, **kwargs))
+            compile_s[name] = time.perf_counter() - start
+            diff = (out - expected).abs().max().item()
+            assert diff < 1e-3, f"{name}: max |out - eager| {diff}"
+            columns[name] = call(compiled)
+            counted[name] = before
+        entry_bytes = graphdispatch.stats()["entry_bytes"]
+        times = interleaved(columns, repeats, calls)
+        peak = eager_peak_bytes(call(model))
+    after = graphdispatch.stats()
+    return {"times": times, "compile_s": compile_s, "peak": peak, "entry_bytes": entry_bytes,
+            "stats": {k: after[k] for k in ("captures", "replays", "fallbacks")}}
+
+
+def regional(repeats: int, calls: int) -> dict[str, Any]:
+    import copy
+
+    model, args, kwargs = flux_call(4, 8)
+    blocks = len(model.transformer_blocks) + len(model.single_transformer_blocks)
+    with torch.no_grad():
+        expected = sample(model(*args, **kwargs))
+        columns: dict[str, Callable[[], Any]] = {}
+        runners: list[Any] = []
+        for name, options in (("regional backend=eager", None),
+                              ("regional graph_only emulated", {"graph_only": True, "device_graph": "emulated"}),
+                              ("regional graph_only CPU graph", {"graph_only": True})):
+            m = copy.deepcopy(model)
+            from graphdispatch.backend import _RUNNERS
+
+            before = set(_RUNNERS)
+            if options is None:
+                m.compile_repeated_blocks(backend="eager")
+            else:
+                m.compile_repeated_blocks(backend="graphdispatch", options=options)
+            out = sample(m(*args, **kwargs))
+            assert (out - expected).abs().max().item() < 1e-3, name
+            columns[name] = (lambda m=m: m(*args, **kwargs))
+            if options is not None and "device_graph" not in options:
+                runners = list(set(_RUNNERS) - before)
+        before = graphdispatch.stats()
+        times = interleaved(columns, repeats, calls)
+        after = graphdispatch.stats()
+        graphs_only = statistics.median(
+            thread_us(lambda: [r.replay_graphs() for r in runners], calls) for _ in range(repeats))
+    cpu = times["regional graph_only CPU graph"]
+    return {"times": times, "blocks": blocks, "graphs_us": graphs_only,
+            "overhead_per_block_us": (cpu - graphs_only) / blocks,
+            "fallbacks": sum(after["fallbacks"].values()) - sum(before["fallbacks"].values()),
+            "captures": after["captures"] - before["captures"]}
+
+
+def report(fwd: dict[str, Any], reg: dict[str, Any], repeats: int, calls: int) -> str:
+    t = fwd["times"]
+    eager, dynamo, cpu = t["eager"], t["backend=eager"], t["graph_only CPU graph"]
+    lines = [f"median of {repeats} repeats x {calls} calls, µs of thread CPU time per call, 1 thread",
+             "",
+             "tiny Flux transformer forward (1 double + 2 single blocks)",
+             f"{'column':26} {'µs/call':>9} {'x eager':>8} {'x backend=eager':>16} {'first call s':>13}"]
+    for name, us in t.items():
+        first = fwd["compile_s"].get(name)
+        lines.append(f"{name:26} {us:9.1f} {us / eager:8.2f} {us / dynamo:16.2f} "
+                     f"{'' if first is None else f'{first:13.2f}'}")
+    lines += ["",
+              f"graphdispatch counters: {fwd['stats']}",
+              f"memory: eager forward peak {fwd['peak']} bytes; CPU graph entry {fwd['entry_bytes']} "
+              f"bytes ({fwd['entry_bytes'] / fwd['peak']:.2f}x)",
+              "",
+              f"regional compilation, 4 double + 8 single blocks ({reg['blocks']} block calls a forward)"]
+    r = reg["times"]
+    base = r["regional backend=eager"]
+    for name, us in r.items():
+        lines.append(f"{name:32} {us:9.1f} µs/call {us / base:6.2f}x regional backend=eager")
+    lines += [f"the CPU graph's recorded programs alone (C++ loop): {reg['graphs_us']:.1f} µs/call; "
+              f"runner overhead {reg['overhead_per_block_us']:.2f} µs per block call; "
+              f"fallbacks {reg['fallbacks']}, captures while timed {reg['captures']}",
+              f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
+              f"load average {os.getloadavg()[0]:.1f} at the end"]
+    verdicts = [
+        f"forward: CPU graph {cpu / eager:.2f}x eager (target <= 0.5), {cpu / dynamo:.2f}x "
+        f"backend=eager (target <= 0.7), {cpu / t['default (Inductor)']:.2f}x Inductor",
+        f"memory: {fwd['entry_bytes'] / fwd['peak']:.2f}x the eager peak (target <= 1.5)",
+        f"regional: {r['regional graph_only CPU graph'] / base:.2f}x regional backend=eager "
+        f"(target <= 0.7), {reg['overhead_per_block_us']:.2f} µs runner overhead per block call "
+        "(target <= 8)"]
+    return "\n".join(lines), verdicts
+
+
+def write(text: str, verdicts: list[str]) -> None:
+    body = (f"{SECTION}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python bench/cpu_graph.py\n```\n\n"
+            "See the docstring of bench/cpu_graph.py for what each column runs.\n\n"
+            f"```\n{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n")
+    old = RESULTS.read_text() if RESULTS.exists() else ""
+    start = old.find(SECTION)
+    if start < 0:
+        RESULTS.write_text(old.rstrip("\n") + "\n\n" + body)
+        return
+    end = old.find("\n## ", start + len(SECTION))
+    RESULTS.write_text(old[:start] + body + (old[end + 1:] if end >= 0 else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/cpu_graph.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    fwd = forward(args.repeats, args.calls)
+    reg = regional(args.repeats, args.calls)
+    text, verdicts = report(fwd, reg, args.repeats, args.calls)
+    print(text)
+    print("\n".join(verdicts))
+    if not args.no_write:
+        write(text, verdicts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
