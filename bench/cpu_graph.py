@@ -18,9 +18,13 @@ over ``--repeats`` runs of ``--calls`` calls, the columns interleaved within eve
 3. **Regional compilation** (case C50): a tiny Flux with 4 double and 8 single blocks compiled
    with ``compile_repeated_blocks`` (diffusers' recommended compile), time per transformer call
    for regional ``backend="eager"`` and regional graphdispatch on the emulated and the CPU graph.
-   The runner's own overhead per block call is the CPU graph's call time minus the same
-   recorded programs replayed in a C++ loop with nothing around them
-   (``_C.GraphRunner.replay_graphs``), divided by the block calls.
+   Beside them, the runner's own overhead per block call: a GraphRunner on the CPU graph with
+   the inputs of one double block as Dynamo passes them (its parameters, read in place, and the
+   tensors the block is called with, copied), over a callable of one op; its call time minus
+   the same recorded program replayed with nothing around it (``GraphRunner.replay_graphs``:
+   no key, copies or outputs). The rest of a regional call's time outside the recorded programs
+   is Dynamo's (frame evaluation and guards per block) and the model's eager code between
+   blocks.
 
 Writes the section ``## CPU graph`` of bench/RESULTS.md (other sections kept) unless
 ``--no-write``.
@@ -166,11 +170,39 @@ def regional(repeats: int, calls: int) -> dict[str, Any]:
         after = graphdispatch.stats()
         graphs_only = statistics.median(
             thread_us(lambda: [r.replay_graphs() for r in runners], calls) for _ in range(repeats))
-    cpu = times["regional graph_only CPU graph"]
+        overhead, n_inputs = runner_overhead(model, args, kwargs, repeats)
     return {"times": times, "blocks": blocks, "graphs_us": graphs_only,
-            "overhead_per_block_us": (cpu - graphs_only) / blocks,
+            "overhead_per_block_us": overhead, "block_inputs": n_inputs,
             "fallbacks": sum(after["fallbacks"].values()) - sum(before["fallbacks"].values()),
             "captures": after["captures"] - before["captures"]}
+
+
+def runner_overhead(model: torch.nn.Module, args: tuple, kwargs: dict, repeats: int) -> tuple[float, int]:
+    """(µs per call the runner adds around a recorded program, inputs per call) for the inputs
+    of the first double block."""
+    from graphdispatch import _C
+    from graphdispatch.device_graphs import make_factory
+
+    block = model.transformer_blocks[0]
+    seen: list[torch.Tensor] = []
+
+    def keep(module: torch.nn.Module, block_args: tuple, block_kwargs: dict) -> None:
+        if not seen:
+            flat = [*block_args, *block_kwargs.values()]
+            seen.extend(t for v in flat for t in (v if isinstance(v, tuple) else (v,))
+                        if isinstance(t, torch.Tensor))
+
+    hook = block.register_forward_pre_hook(keep, with_kwargs=True)
+    model(*args, **kwargs)
+    hook.remove()
+    params = list(block.parameters())
+    inputs = [*seen, *params]
+    runner = _C.GraphRunner(lambda x, *rest: (x * 2,), [False] * len(seen) + [True] * len(params),
+                            make_factory("cpu"))
+    runner(*inputs)
+    call = statistics.median(thread_us(lambda: runner(*inputs), 2000) for _ in range(repeats))
+    graph = statistics.median(thread_us(runner.replay_graphs, 2000) for _ in range(repeats))
+    return call - graph, len(inputs)
 
 
 def report(fwd: dict[str, Any], reg: dict[str, Any], repeats: int, calls: int) -> str:
@@ -195,8 +227,9 @@ def report(fwd: dict[str, Any], reg: dict[str, Any], repeats: int, calls: int) -
     for name, us in r.items():
         lines.append(f"{name:32} {us:9.1f} µs/call {us / base:6.2f}x regional backend=eager")
     lines += [f"the CPU graph's recorded programs alone (C++ loop): {reg['graphs_us']:.1f} µs/call; "
-              f"runner overhead {reg['overhead_per_block_us']:.2f} µs per block call; "
               f"fallbacks {reg['fallbacks']}, captures while timed {reg['captures']}",
+              f"runner overhead per block call ({reg['block_inputs']} inputs): "
+              f"{reg['overhead_per_block_us']:.2f} µs",
               f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
               f"load average {os.getloadavg()[0]:.1f} at the end"]
     verdicts = [

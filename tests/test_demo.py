@@ -34,6 +34,8 @@ def test_demo_flux_json(capsys):
     graph = by_route[graph_route]
     assert graph["fallbacks"] == {} and graph["captures"] == 1
     assert graph["replays"] >= graph["model_calls"] - 1
+    if report["device"] == "cpu":  # the CPU graph replays the very FX graph: bit-exact
+        assert graph["graph"] == "cpu" and graph["max_abs_diff"] == 0
     assert by_route["default"]["captures"] == 0
 
 

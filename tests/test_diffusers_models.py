@@ -42,11 +42,12 @@ def run(model, inputs, call):
 
 @pytest.mark.parametrize("make, inputs", [(tiny_unet, unet_inputs), (tiny_dit, dit_inputs)],
                          ids=["UNet2DConditionModel", "DiTTransformer2DModel"])
-def test_emulated_graph_route_matches_eager(make, inputs):
+@pytest.mark.parametrize("graph", ["cpu", "emulated"])
+def test_graph_route_matches_eager(make, inputs, graph):
     torch.manual_seed(0)
     model = make().eval()
     compiled = torch.compile(model, backend="graphdispatch",
-                             options={"graph_only": True, "device_graph": "emulated"})
+                             options={"graph_only": True, "device_graph": graph})
     with torch.no_grad():
         for step in range(3):
             expected = run(model, inputs(step), None)

@@ -1,6 +1,7 @@
 """Real diffusers pipelines driven through their own ``__call__`` (tiny configs, random weights),
-the denoiser compiled as users assign it, on the emulated graph route: images equal to eager's,
-no fallbacks, one capture per signature, every call a replay (issue: real pipelines)."""
+the denoiser compiled as users assign it, on the CPU graph and the emulated graph: images equal
+to eager's (bit-exact on the CPU graph), no fallbacks, one capture per signature, every call a
+replay (issue: real pipelines)."""
 
 import pytest
 import torch
@@ -13,7 +14,11 @@ from graphdispatch import demo  # noqa: E402
 from graphdispatch.tiny_pipelines import PIPELINES, build  # noqa: E402
 
 CPU = torch.device("cpu")
-GRAPH_ROUTE = demo.Route("graph_only", "emulated", {"graph_only": True, "device_graph": "emulated"})
+GRAPH_ROUTES = [
+    pytest.param(demo.Route("graph_only", "cpu", {"graph_only": True}), id="cpu"),
+    pytest.param(demo.Route("graph_only", "emulated", {"graph_only": True, "device_graph": "emulated"}),
+                 id="emulated"),
+]
 STEPS = 3
 
 
@@ -25,10 +30,11 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("route", GRAPH_ROUTES)
 @pytest.mark.parametrize("key", PIPELINES)
-def test_pipeline_replays_every_denoising_step(key):
+def test_pipeline_replays_every_denoising_step(key, route):
     _, reference = demo.run_route(key, demo.Route("eager", "none", None), STEPS, CPU, None)
-    result, images = demo.run_route(key, GRAPH_ROUTE, STEPS, CPU, reference)
+    result, images = demo.run_route(key, route, STEPS, CPU, reference)
 
     assert demo.check(result) is None, result
     assert result["fallbacks"] == {}
@@ -37,15 +43,18 @@ def test_pipeline_replays_every_denoising_step(key):
     assert result["graphs"] == 1 and result["captures"] == 1, result
     assert result["replays"] == 2 * STEPS, result
     torch.testing.assert_close(images, reference, rtol=0, atol=demo.ATOL)
+    if route.graph == "cpu":
+        assert torch.equal(images, reference)
 
 
-def test_pipeline_under_inference_mode_and_unsafe_outputs():
+@pytest.mark.parametrize("route", GRAPH_ROUTES)
+def test_pipeline_under_inference_mode_and_unsafe_outputs(route):
     # Services often call under inference_mode, and trade clones for speed.
     tiny = build("sd3", CPU, STEPS)
     with torch.inference_mode():
         expected = tiny.pipe(**tiny.call_kwargs()).images
     tiny.model = torch.compile(tiny.model, backend="graphdispatch", options={
-        **GRAPH_ROUTE.options, "safe_output_mode": False})
+        **route.options, "safe_output_mode": False})
     with torch.inference_mode():
         for _ in range(2):
             images = tiny.pipe(**tiny.call_kwargs()).images

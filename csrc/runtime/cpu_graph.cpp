@@ -33,6 +33,12 @@ bool uninitialized(const c10::OperatorHandle& op) {
          name == "aten::empty_permuted";
 }
 
+// Only ATen's own ops are known to do nothing but return what their schema says (a collective's
+// `wait_tensor` returns its input and must still run).
+bool is_aten(const c10::OperatorHandle& op) {
+  return op.operator_name().name.rfind("aten::", 0) == 0;
+}
+
 void for_each_tensor(const c10::IValue& v, const std::function<void(const at::Tensor&)>& f) {
   map_tensors(v, [&](const at::Tensor& t) {
     if (t.defined()) f(t);
@@ -122,8 +128,8 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
     }
     if (any_fresh) {
       kinds[i] = all_fresh && out_variant(op.op) ? Kind::kOut : Kind::kCopy;
-    } else if (op.op.schema().is_mutable() && !metadata_only(op.op)) {
-      kinds[i] = Kind::kCall;
+    } else if ((op.op.schema().is_mutable() && !metadata_only(op.op)) || !is_aten(op.op)) {
+      kinds[i] = Kind::kCall;  // writes, or another library's op, which may act beyond its returns
     }
   }
   for (const auto& out : outputs) {

@@ -22,10 +22,11 @@ namespace graphdispatch {
 // - a functional op with an `out=` overload (out_variant.h) calls the overload with its recorded
 //   returns as the out tensors, so the replay writes where the capture did and allocates nothing;
 //   one without calls the op and copies its returns into the recorded ones;
-// - in-place and out= ops are called as recorded;
-// - ops whose returns alias storage that exists already (views: `t`, `view`, `expand`, `unbind`)
-//   and metadata-only ops (`unsqueeze_`, `resize_`, size queries) are dropped: every storage is
-//   fixed, so their results are the same tensors on every replay.
+// - in-place and out= ops, and ops of other libraries (custom ops, collectives), are called as
+//   recorded;
+// - ATen ops whose returns alias storage that exists already (views: `t`, `view`, `expand`,
+//   `unbind`) and metadata-only ATen ops (`unsqueeze_`, `resize_`, size queries) are dropped:
+//   every storage is fixed, so their results are the same tensors on every replay.
 // Tensors the work did not make (the entry's buffers, static inputs, the graph's constants)
 // are read through non-owning tensors at the same address: the program keeps no model alive
 // (case C34), and the cache key's static addresses plus the runner's lost-input checks make
