@@ -1,5 +1,6 @@
-"""The emulated graph route on real diffusers models (random weights, tiny configs) matches
-eager PyTorch step by step, with one capture per signature and replays after it."""
+"""The graph route, on the CPU graph and the emulated graph, on real diffusers models (random
+weights, tiny configs) matches eager PyTorch step by step, with one capture per signature and
+replays after it."""
 
 import pytest
 import torch
