@@ -26,6 +26,12 @@ over ``--repeats`` runs of ``--calls`` calls, the columns interleaved within eve
    is Dynamo's (frame evaluation and guards per block) and the model's eager code between
    blocks.
 
+4. **Per replayed op**: a chain of 256 additions on 64 float32 (host-bound, as launch overhead
+   is): the CPU graph's recorded program alone (``replay_graphs``) per op, against the floor, a
+   plain C++ loop calling the same kernel (``at::cpu::add_out``, no dispatcher) into two
+   alternating outputs (built with ``torch.utils.cpp_extension.load_inline``), and eager's
+   Python loop.
+
 Writes the section ``## CPU graph`` of bench/RESULTS.md (other sections kept) unless
 ``--no-write``.
 """
@@ -205,7 +211,46 @@ def runner_overhead(model: torch.nn.Module, args: tuple, kwargs: dict, repeats: 
     return call - graph, len(inputs)
 
 
-def report(fwd: dict[str, Any], reg: dict[str, Any], repeats: int, calls: int) -> str:
+FLOOR_SOURCE = """
+#include <ATen/CPUFunctions.h>
+#include <torch/extension.h>
+void add_chain(at::Tensor h, const at::Tensor& b, at::Tensor out0, at::Tensor out1, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    at::Tensor& out = (i % 2) ? out1 : out0;
+    at::cpu::add_out(out, h, b);
+    h = out;
+  }
+}
+"""
+
+
+def per_op(repeats: int, ops: int = 256) -> dict[str, float]:
+    from torch.utils.cpp_extension import load_inline
+
+    from graphdispatch import _C
+    from graphdispatch.device_graphs import make_factory
+
+    floor_ext = load_inline("graphdispatch_bench_floor", cpp_sources=FLOOR_SOURCE,
+                            functions=["add_chain"], extra_cflags=["-O2"])
+
+    def chain(h: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor]:
+        for _ in range(ops):
+            h = h + b
+        return (h,)
+
+    h, b = torch.randn(64), torch.randn(64)
+    runner = _C.GraphRunner(chain, [False, True], make_factory("cpu"))
+    runner(h, b)
+    out0, out1 = torch.empty(64), torch.empty(64)
+    columns = {"eager (Python loop)": lambda: chain(h, b),
+               "CPU graph program": runner.replay_graphs,
+               "floor (C++ loop, at::cpu::add_out)": lambda: floor_ext.add_chain(h, b, out0, out1, ops)}
+    times = interleaved(columns, repeats, 200)
+    return {name: us / ops for name, us in times.items()}
+
+
+def report(fwd: dict[str, Any], reg: dict[str, Any], ops: dict[str, float], repeats: int,
+           calls: int) -> tuple[str, list[str]]:
     t = fwd["times"]
     eager, dynamo, cpu = t["eager"], t["backend=eager"], t["graph_only CPU graph"]
     lines = [f"median of {repeats} repeats x {calls} calls, µs of thread CPU time per call, 1 thread",
@@ -226,11 +271,16 @@ def report(fwd: dict[str, Any], reg: dict[str, Any], repeats: int, calls: int) -
     base = r["regional backend=eager"]
     for name, us in r.items():
         lines.append(f"{name:32} {us:9.1f} µs/call {us / base:6.2f}x regional backend=eager")
-    lines += [f"the CPU graph's recorded programs alone (C++ loop): {reg['graphs_us']:.1f} µs/call; "
+    lines += [f"the CPU graph's recorded programs alone: {reg['graphs_us']:.1f} µs/call; "
               f"fallbacks {reg['fallbacks']}, captures while timed {reg['captures']}",
               f"runner overhead per block call ({reg['block_inputs']} inputs): "
               f"{reg['overhead_per_block_us']:.2f} µs",
-              f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
+              "",
+              "per op of a chain of 256 additions on 64 float32"]
+    floor = ops["floor (C++ loop, at::cpu::add_out)"]
+    for name, us in ops.items():
+        lines.append(f"{name:36} {us:7.3f} µs/op {us / floor:6.2f}x floor")
+    lines += [f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
               f"load average {os.getloadavg()[0]:.1f} at the end"]
     verdicts = [
         f"forward: CPU graph {cpu / eager:.2f}x eager (target <= 0.5), {cpu / dynamo:.2f}x "
@@ -238,7 +288,10 @@ def report(fwd: dict[str, Any], reg: dict[str, Any], repeats: int, calls: int) -
         f"memory: {fwd['entry_bytes'] / fwd['peak']:.2f}x the eager peak (target <= 1.5)",
         f"regional: {r['regional graph_only CPU graph'] / base:.2f}x regional backend=eager "
         f"(target <= 0.7), {reg['overhead_per_block_us']:.2f} µs runner overhead per block call "
-        "(target <= 8)"]
+        "(target <= 8)",
+        f"per op: the CPU graph's replay {ops['CPU graph program']:.3f} µs against the floor's "
+        f"{floor:.3f} µs ({ops['CPU graph program'] / floor:.1f}x), eager's "
+        f"{ops['eager (Python loop)']:.3f} µs"]
     return "\n".join(lines), verdicts
 
 
@@ -264,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     fwd = forward(args.repeats, args.calls)
     reg = regional(args.repeats, args.calls)
-    text, verdicts = report(fwd, reg, args.repeats, args.calls)
+    ops = per_op(args.repeats)
+    text, verdicts = report(fwd, reg, ops, args.repeats, args.calls)
     print(text)
     print("\n".join(verdicts))
     if not args.no_write:
