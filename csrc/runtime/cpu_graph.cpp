@@ -188,7 +188,7 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (kinds[i] == Kind::kSkip) continue;
     auto& op = ops[i];
-    Step step{op.op, {}, {}};
+    Step step{op.op, op.keys, {}, {}};
     for (auto& a : op.arguments) a = map_tensors(a, fixed);
     if (kinds[i] == Kind::kOut) {
       const auto out = *out_variant(op.op);
@@ -198,6 +198,14 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
       ++through_out_;
     } else {
       step.arguments = std::move(op.arguments);
+    }
+    // A factory op was recorded with BackendSelect's keys; its out= overload has no
+    // BackendSelect kernel (a fallthrough there) and dispatches on its out tensors instead.
+    for (const auto& a : step.arguments) {
+      for_each_tensor(a, [&](const at::Tensor& t) { step.keys = step.keys | below_recorder(t.key_set()); });
+    }
+    if (!step.op.hasKernelForDispatchKey(c10::DispatchKey::BackendSelect)) {
+      step.keys = step.keys.remove(c10::DispatchKey::BackendSelect);
     }
     if (kinds[i] == Kind::kCopy) {
       for (std::size_t k = 0; k < op.returns.size(); ++k) {
@@ -210,11 +218,9 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
 }
 
 void CpuGraph::replay() {
-  // The keys above the recorder's (autograd, autocast, Python modes) were handled at capture.
-  c10::impl::ExcludeDispatchKeyGuard below_the_recorder(above_recorder());
   for (const auto& step : steps_) {
     stack_.assign(step.arguments.begin(), step.arguments.end());
-    step.op.callBoxed(&stack_);
+    step.op.redispatchBoxed(step.keys, &stack_);
     for (std::size_t k = 0; k < step.copy_to.size(); ++k) {
       if (step.copy_to[k].defined()) step.copy_to[k].copy_(stack_[k].toTensor());
     }

@@ -17,8 +17,9 @@ namespace graphdispatch {
 // Note [CPU graph]
 // The CPU has no device graph in PyTorch; this is one. Capture runs the work once while an
 // OpRecorder takes every op below autograd (Note [Recording ops]); capture_end turns the ops
-// into a program of steps, each an operator and a fixed argument stack, called with the
-// recorder's key and every key above it excluded (the kernels the capture ran):
+// into a program of steps, each an operator, the dispatch keys of the kernel the capture ran
+// (those below the recorder's) and a fixed argument stack, redispatched to that kernel; what
+// the kernel calls inside dispatches from the top as it did at capture:
 // - a functional op with an `out=` overload (out_variant.h) calls the overload with its recorded
 //   returns as the out tensors, so the replay writes where the capture did and allocates nothing;
 //   one without calls the op and copies its returns into the recorded ones;
@@ -58,6 +59,7 @@ class CpuGraph final : public DeviceGraph {
  private:
   struct Step final {
     c10::OperatorHandle op;
+    c10::DispatchKeySet keys;
     std::vector<c10::IValue> arguments;
     /// Per return of a functional op without an out= overload: where its value is copied.
     std::vector<at::Tensor> copy_to;

@@ -15,7 +15,7 @@ thread_local OpRecorder* active = nullptr;
 
 void record_or_run(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                    torch::jit::Stack* stack) {
-  const auto below = keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kRecordKey);
+  const auto below = below_recorder(keys);
   if (active == nullptr) {
     op.redispatchBoxed(below, stack);
     return;
@@ -41,10 +41,8 @@ at::Tensor snapshot(const at::Tensor& t) {
 
 }  // namespace
 
-c10::DispatchKeySet above_recorder() {
-  // FULL_AFTER holds every backend bit; its complement holds functionality bits only.
-  return c10::DispatchKeySet(c10::DispatchKeySet::FULL) -
-         c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kRecordKey);
+c10::DispatchKeySet below_recorder(c10::DispatchKeySet keys) {
+  return keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kRecordKey);
 }
 
 c10::IValue map_tensors(const c10::IValue& v,
@@ -92,7 +90,7 @@ void OpRecorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet below
     op.redispatchBoxed(below, stack);
   }
   // Snapshots after the op: an out= argument the op resized is replayed at its final size.
-  RecordedOp recorded{op, {}, {}};
+  RecordedOp recorded{op, below, {}, {}};
   recorded.arguments.reserve(n);
   for (const auto& v : given) recorded.arguments.push_back(map_tensors(v, snapshot));
   const auto m = schema.returns().size();

@@ -9,12 +9,13 @@
 
 namespace graphdispatch {
 
-/// One op the recorder saw: the operator, and its arguments and returns as they were after it
-/// ran. Each tensor is a new TensorImpl over the op's storage with the sizes, strides and offset
+/// One op the recorder saw: the operator, the dispatch keys below the recorder's it ran with
+/// (the kernel), and its arguments and returns as they were after it ran. Each tensor is a new TensorImpl over the op's storage with the sizes, strides and offset
 /// it had then (an out= argument at the size the op gave it), so a later in-place metadata
 /// change (`unsqueeze_`, `resize_`) does not rewrite what an earlier op saw.
 struct RecordedOp final {
   c10::OperatorHandle op;
+  c10::DispatchKeySet keys;
   std::vector<c10::IValue> arguments;
   std::vector<c10::IValue> returns;
 };
@@ -51,10 +52,8 @@ class OpRecorder final {
   c10::impl::IncludeDispatchKeyGuard include_;
 };
 
-/// The dispatch keys handled before the recorder's (autograd, autocast, Python modes,
-/// functionalization) and the recorder's own: excluded, they make a call reach the kernels the
-/// recorder saw.
-c10::DispatchKeySet above_recorder();
+/// The keys below the recorder's in `keys`: where the recorded kernels are.
+c10::DispatchKeySet below_recorder(c10::DispatchKeySet keys);
 
 /// The argument of `v` with every tensor (also inside lists) replaced by `f(tensor)`.
 c10::IValue map_tensors(const c10::IValue& v, const std::function<at::Tensor(const at::Tensor&)>& f);

@@ -147,11 +147,12 @@ FORK_SCRIPT = FORK_HELPER + textwrap.dedent('''
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
-def test_c33_child_forked_while_a_thread_draws_does_not_hang_on_its_first_capture():
+def test_c33_child_forked_while_a_thread_draws_does_not_hang_on_its_first_capture(graph_kind):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHDISPATCH_")}
     env["OMP_NUM_THREADS"] = "1"
+    script = FORK_SCRIPT.replace('"device_graph": "emulated"', f'"device_graph": "{graph_kind}"')
     try:
-        proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               timeout=150, env=env)
     except subprocess.TimeoutExpired as error:
         pytest.fail(f"the fork script itself hung: {error}")

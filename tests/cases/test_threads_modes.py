@@ -191,13 +191,14 @@ print(graphdispatch.stats()["replays"], graphdispatch.stats()["fallbacks"])
 """
 
 
-def test_a_compiled_function_called_inside_another_ones_capture_runs_without_deadlock():
+def test_a_compiled_function_called_inside_another_ones_capture_runs_without_deadlock(graph_kind):
     # A custom op calling another compiled model: the outer capture (its warmup too) holds the
     # device's capture lock; the inner call must run its work, not wait for that lock.
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-c", NESTED_SCRIPT], capture_output=True, text=True,
+    script = NESTED_SCRIPT.replace('"device_graph": "emulated"', f'"device_graph": "{graph_kind}"')
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     replays, fallbacks = proc.stdout.split(maxsplit=1)
