@@ -120,7 +120,12 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
       if (r.isTensor() && r.toTensor().defined()) {
         made = use(r.toTensor(), step, true);
       } else {
-        for_each_tensor(r, [&](const at::Tensor& t) { use(t, step, false); });
+        for_each_tensor(r, [&](const at::Tensor& t) {
+          // New tensors in a list (`_foreach_add`, `split_with_sizes_copy`) have no out= slot
+          // to write into; refused rather than read after Python frees them.
+          TORCH_CHECK(!use(t, step, false), "CPU graph capture: ", op.op.operator_name(),
+                      " returns new tensors in a list, which the CPU graph does not replay");
+        });
       }
       fresh[i].push_back(made);
       any_fresh |= made;
