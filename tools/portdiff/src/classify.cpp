@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <utility>
 
 namespace portdiff {
 namespace {
@@ -31,12 +32,15 @@ bool equal_under(const LineSeq& a, const LineSeq& b, Normalisation level) {
 
 bool equal_ids(const git_oid& a, const git_oid& b) { return git_oid_equal(&a, &b) != 0; }
 
-}  // namespace
+/// What a patch did to the mode: (old, new) when it changed it, (0, 0) when not.
+/// A deletion removes whatever mode the baseline had, so it changes nothing here.
+std::pair<std::uint32_t, std::uint32_t> mode_change(const FileChange& c) {
+  if (c.kind == ChangeKind::deleted || c.old_mode == c.new_mode) return {0, 0};
+  return {c.old_mode, c.new_mode};
+}
 
-Difference compare_changes(const FileChange& s, const FileChange& t) {
-  if (s.kind != t.kind) return Difference::kind;
-  if (s.kind == ChangeKind::renamed && s.old_path != t.old_path) return Difference::rename_origin;
-  if (s.old_mode != t.old_mode || s.new_mode != t.new_mode) return Difference::mode;
+/// The difference in the content of the change, header aside.
+Difference content_difference(const FileChange& s, const FileChange& t) {
   if (s.binary || t.binary) {
     const bool same = s.binary && t.binary && equal_ids(s.old_id, t.old_id) &&
                       equal_ids(s.new_id, t.new_id);
@@ -55,6 +59,21 @@ Difference compare_changes(const FileChange& s, const FileChange& t) {
     }
   }
   return Difference::lines;
+}
+
+}  // namespace
+
+bool mode_changes_differ(const FileChange& source, const FileChange& target) {
+  return mode_change(source) != mode_change(target);
+}
+
+Difference compare_changes(const FileChange& s, const FileChange& t) {
+  if (s.kind != t.kind) return Difference::kind;
+  if (s.kind == ChangeKind::renamed && s.old_path != t.old_path) return Difference::rename_origin;
+  // Lines before modes: a mode note must never hide a line difference (P10).
+  const Difference content = content_difference(s, t);
+  if (content != Difference::none) return content;
+  return mode_changes_differ(s, t) ? Difference::mode : Difference::none;
 }
 
 std::vector<FileVerdict> classify(const SidePatch& source, const SidePatch& target) {

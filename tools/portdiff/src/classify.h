@@ -17,12 +17,12 @@ enum class Difference {
   none,
   kind,                 // added / deleted / modified / renamed / type change differs
   rename_origin,        // renamed from different paths
-  mode,                 // file modes differ (including a mode-only change on one side)
   binary,               // a binary file whose blob pair differs, or binary on one side only
   final_newline,        // equal once every line ends in '\n'
   line_endings,         // ... and CRLF is read as LF
   trailing_whitespace,  // ... and trailing blanks are dropped
   lines,                // the lines really differ
+  mode,                 // equal content, but the patches change the mode differently
 };
 
 /*
@@ -63,8 +63,14 @@ struct Totals final {
   std::size_t only_target = 0;
 };
 
-/// Compares two changes to the same path (the rules of design §3).
+/// Compares two changes to the same path (the rules of design §3). A mode is
+/// compared as a change: a mode that neither patch changed belongs to the
+/// baseline (a final-file note), and line differences are named before mode ones.
 Difference compare_changes(const FileChange& source, const FileChange& target);
+
+/// Whether the two patches changed the file's mode differently (one did, the
+/// other did not, or to other modes).
+bool mode_changes_differ(const FileChange& source, const FileChange& target);
 
 /// Verdicts for the union of both patches, sorted by path (byte order).
 std::vector<FileVerdict> classify(const SidePatch& source, const SidePatch& target);

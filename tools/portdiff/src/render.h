@@ -24,6 +24,9 @@ const char* difference_description(Difference difference);  // a short phrase fo
 const char* kind_name(ChangeKind kind);            // "added", "renamed", ...
 const char* effect_name(PatchEffect effect);       // "added", "changed", ...
 
+/// "1 file", "2 files": a count and its noun, singular or plural.
+std::string plural(std::size_t n, const std::string& noun);
+
 /// Columns a UTF-8 string takes in a terminal, counting one per code point.
 std::size_t display_width(const std::string& text);
 
@@ -57,6 +60,10 @@ std::string row_remarks(const FileVerdict& row, const ExcerptStyle& words,
 /// The verdict and the totals in one line, without markup:
 /// "Verdict: not identical — 7 files: 2 identical (final files equal: 1), 3 different, ...".
 std::string verdict_line(const Report& report);
+
+/// For a Markdown report longer than a pull request description may be (65,536
+/// characters): the report with a note saying so under its verdict line.
+std::string with_size_note(const std::string& markdown, bool brief);
 
 /// `text` without the blanks that column padding leaves before each newline.
 std::string trim_line_ends(const std::string& text);

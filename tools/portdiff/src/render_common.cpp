@@ -46,6 +46,10 @@ const char* difference_description(Difference difference) {
   return "";
 }
 
+std::string plural(std::size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::size_t display_width(const std::string& text) {
   std::size_t width = 0;
   for (unsigned char c : text) width += (c & 0xC0) != 0x80;  // continuation bytes add nothing
@@ -108,7 +112,9 @@ std::string row_notes(const FileVerdict& row, const NameStyle& name) {
   const std::string s = row.source ? header_notes(*row.source, name) : "";
   const std::string t = row.target ? header_notes(*row.target, name) : "";
   if (!row.source || !row.target || s == t) return s.empty() ? t : s;
-  return "source: " + (s.empty() ? "-" : s) + "; target: " + (t.empty() ? "-" : t);
+  // A side without a header note still says what its patch did ("modified").
+  return "source: " + (s.empty() ? kind_name(row.source->kind) : s) +
+         "; target: " + (t.empty() ? kind_name(row.target->kind) : t);
 }
 
 std::string first_difference(const FileVerdict& row, const ExcerptStyle& excerpt) {
@@ -144,10 +150,30 @@ std::string verdict_line(const Report& report) {
   const Totals& t = report.totals;
   const bool identical = t.identical == t.files;
   return std::string("Verdict: ") + (identical ? "identical" : "not identical") + " — " +
-         std::to_string(t.files) + " files: " + std::to_string(t.identical) +
+         plural(t.files, "file") + ": " + std::to_string(t.identical) +
          " identical (final files equal: " + std::to_string(t.identical_final_equal) + "), " +
          std::to_string(t.different) + " different, " + std::to_string(t.only_source) +
          " only-source, " + std::to_string(t.only_target) + " only-target";
+}
+
+std::string with_size_note(const std::string& markdown, bool brief) {
+  // GitHub, the largest host, cuts pull request descriptions at 65,536 characters.
+  constexpr std::size_t limit = 65536;
+  const std::size_t size = display_width(markdown);
+  if (size <= limit) return markdown;
+  std::string digits = std::to_string(size);
+  for (std::size_t at = digits.size(); at > 3; at -= 3) digits.insert(at - 3, ",");
+  const std::string note = "> **Note:** this report is " + digits +
+         " characters long, more than the 65,536 a pull request description holds on the "
+         "largest host" +
+         (brief ? "; attach it as a file instead."
+                : "; `--brief` keeps only the verdict and the rows that are not identical.") +
+      "\n\n";
+  // Under the verdict line, the first paragraph that ends in bold.
+  const std::size_t verdict_end = markdown.find(".**\n\n");
+  std::string out = markdown;
+  out.insert(verdict_end == std::string::npos ? 0 : verdict_end + 5, note);
+  return out;
 }
 
 std::string trim_line_ends(const std::string& text) {

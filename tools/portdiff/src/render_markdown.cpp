@@ -117,7 +117,7 @@ void test_section(std::ostringstream& out, const Report& report) {
          "function relative to its base.\n\n";
   for (const TestFileComparison& file : report.tests) {
     out << "### " << code(file.path) << "\n\n";
-    out << "- source: " << file.source_count << " test functions; target: "
+    out << "- source: " << plural(file.source_count, "test function") << "; target: "
         << file.target_count << ".\n";
     out << "- same-named: " << file.same_named << " — " << file.identical
         << " byte-identical, " << file.differing << " differing.\n";
@@ -140,7 +140,8 @@ void test_section(std::ostringstream& out, const Report& report) {
     if (!rows.str().empty())
       out << "| function | source | target | bodies |\n|---|---|---|---|\n" << rows.str() << "\n";
     if (unlisted > 0)
-      out << unlisted << " identical function(s) that neither patch touched are not listed.\n\n";
+      out << plural(unlisted, "identical function") << " that neither patch touched "
+          << (unlisted == 1 ? "is" : "are") << " not listed.\n\n";
   }
 }
 
@@ -157,7 +158,7 @@ std::string render_markdown(const Report& report, const Options& options) {
     brief_table(out, report);
     std::string text = out.str();
     while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
-    return text;
+    return with_size_note(text, true);
   }
 
   out << "## 1. Purpose\n\n"
@@ -190,7 +191,7 @@ std::string render_markdown(const Report& report, const Options& options) {
       << to_hex(report.target.head) << "`\n\n";
 
   out << "## 3. Totals\n\n";
-  out << "The union of both patches has " << t.files << " files; the source patch touches "
+  out << "The union of both patches has " << plural(t.files, "file") << "; the source patch touches "
       << t.source_files << ", the target patch " << t.target_files << ".\n\n";
   out << "| class | files |\n|---|---|\n";
   out << "| identical | " << t.identical << " (final files equal: " << t.identical_final_equal
@@ -207,7 +208,7 @@ std::string render_markdown(const Report& report, const Options& options) {
   test_section(out, report);
   std::string text = out.str();
   while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
-  return text;
+  return with_size_note(text, options.brief);
 }
 
 }  // namespace portdiff

@@ -37,7 +37,7 @@ bool row_identical(const MatrixRow& row) {
 }
 
 std::string totals_text(const Totals& t) {
-  return std::to_string(t.files) + " files: " + std::to_string(t.identical) + " identical, " +
+  return plural(t.files, "file") + ": " + std::to_string(t.identical) + " identical, " +
          std::to_string(t.different) + " different, " + std::to_string(t.only_source) +
          " only-source, " + std::to_string(t.only_target) + " only-target";
 }
@@ -48,11 +48,11 @@ std::string pinned(const ResolvedRange& r) { return to_hex(r.base) + ".." + to_h
 
 std::string matrix_verdict_line(const Matrix& matrix) {
   std::string line = std::string("Verdict: ") + (all_identical(matrix) ? "identical" : "not identical") +
-                     " — " + std::to_string(pairs_of(matrix).size()) + " targets: ";
+                     " — " + plural(pairs_of(matrix).size(), "target") + ": ";
   bool first = true;
   for (const Report& pair : pairs_of(matrix)) {
     line += (first ? "" : "; ") + quote(pair.target.label) + " " +
-            (all_identical(pair) ? "identical (" + std::to_string(pair.totals.files) + " files)"
+            (all_identical(pair) ? "identical (" + plural(pair.totals.files, "file") + ")"
                                  : "not identical (" + totals_text(pair.totals) + ")");
     first = false;
   }
@@ -133,7 +133,7 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
            "target to see its test-function table.\n";
   std::string text = out.str();
   while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
-  return text;
+  return with_size_note(text, options.brief);
 }
 
 std::string render_matrix_text(const Matrix& matrix, const Options& options) {

@@ -64,7 +64,7 @@ std::string render_text(const Report& report, const Options& options) {
     out << "source  " << short_range(report.source) << "  (" << quote(report.source.label) << ")\n";
     out << "target  " << short_range(report.target) << "  (" << quote(report.target.label) << ")\n";
     out << "diff    " << diff_settings_sentence(report) << "\n";
-    out << t.files << " files (source " << t.source_files << ", target " << t.target_files
+    out << plural(t.files, "file") << " (source " << t.source_files << ", target " << t.target_files
         << "): " << t.identical << " identical (" << t.identical_final_equal
         << " with equal final files), " << t.different << " different, " << t.only_source
         << " only-source, " << t.only_target << " only-target\n";
