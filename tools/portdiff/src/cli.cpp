@@ -81,14 +81,16 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
       ->type_name("RANGE");
 
   CLI::App* find = app.add_subcommand(
-      "find", "Find the ports of COMMIT on branches: commits whose message says\n"
-              "\"(cherry picked from commit <COMMIT>)\" or whose stable patch-id equals\n"
-              "COMMIT's. With --report, compare them all (a matrix).");
+      "find", "Find the ports of COMMIT (a merge: against its first parent) on branches:\n"
+              "commits whose message says \"(cherry picked from commit <COMMIT>)\", whose\n"
+              "stable patch-id equals COMMIT's, whose changed lines are identical by the\n"
+              "report's rule, or (a hint) with COMMIT's subject. With --report, compare them.");
   find->add_option("COMMIT", options.find_commit, "The original commit")
       ->type_name("COMMIT")
       ->required();
   find->add_option("--branches", options.branch_globs,
-                   "Branch glob(s) to search (refs/heads/, e.g. 'release/*'); repeatable")
+                   "Branch glob(s) to search, local or remote-tracking (e.g. 'release/*', "
+                   "'origin/release-*'); repeatable")
       ->type_name("GLOB")
       ->required();
   find->add_flag("--report", options.find_report, "Compare COMMIT with every port found");

@@ -154,9 +154,10 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   ASSERT_EQ(found["branches"].size(), 3u);
   EXPECT_EQ(found["branches"][0]["branch"], "release-1");
   EXPECT_EQ(found["branches"][0]["ports"], json::parse("[{\"commit\": \"" + r.port1 +
-                                                       "\", \"found_by\": [\"patch-id\"]}]"));
+                                                       "\", \"found_by\": [\"patch-id\", \"changed-lines\", \"same-subject\"]}]"));
   EXPECT_EQ(found["branches"][1]["ports"],
-            json::parse("[{\"commit\": \"" + r.port2 + "\", \"found_by\": [\"cherry-pick-trailer\"]}]"));
+            json::parse("[{\"commit\": \"" + r.port2 +
+                        "\", \"found_by\": [\"cherry-pick-trailer\", \"same-subject\"]}]"));
   EXPECT_EQ(found["branches"][2]["ports"], json::array());
   EXPECT_FALSE(found.contains("report"));
 
@@ -175,7 +176,7 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   const CommandResult none = run_portdiff(
       {"--repo", repo.dir(), "find", r.fix, "--branches", "nosuch-*"});
   EXPECT_EQ(none.exit_code, 2);
-  EXPECT_NE(none.err.find("no local branch matches --branches 'nosuch-*'"), std::string::npos)
+  EXPECT_NE(none.err.find("no branch (local or remote-tracking) matches --branches 'nosuch-*'"), std::string::npos)
       << none.err;
   const CommandResult no_port = run_portdiff(
       {"--repo", repo.dir(), "find", r.fix, "--branches", "release-3", "--report"});

@@ -121,5 +121,211 @@ TEST(Round3, P24LongMarkdownSaysItExceedsAPullRequestDescription) {
   EXPECT_FALSE(contains(brief.out, "65,536")) << brief.out;
 }
 
+std::string rev(const TempRepo& repo, const std::string& name) {
+  return repo.git("rev-parse " + name).substr(0, 40);
+}
+
+std::string stable_patch_id(const TempRepo& repo, const std::string& diff_command) {
+  const CommandResult run = run_command("cd " + shell_quote(repo.dir()) + " && " + diff_command +
+                                        " | git patch-id --stable");
+  return run.out.substr(0, 40);
+}
+
+json find_json(const TempRepo& repo, const std::string& commit, const std::string& glob,
+               std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"--repo", repo.dir(), "find", commit, "--branches", glob,
+                                   "--format", "json"};
+  args.insert(args.end(), more.begin(), more.end());
+  const CommandResult run = run_portdiff(args);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err, "");  // no progress off a terminal
+  return json::parse(run.out);
+}
+
+json branch_of(const json& found, const std::string& name) {
+  for (const json& branch : found["branches"])
+    if (branch["branch"] == name) return branch;
+  ADD_FAILURE() << "no branch " << name;
+  return json();
+}
+
+std::vector<std::string> branch_names(const json& found) {
+  std::vector<std::string> names;
+  for (const json& branch : found["branches"]) names.push_back(branch["branch"]);
+  return names;
+}
+
+/// A file `f.py` with a common base and a release branch forked from it.
+void base_and_release(const TempRepo& repo, const std::string& text) {
+  repo.apply({{"f.py", text}});
+  repo.commit("base");
+  repo.git("branch release-1");
+}
+
+TEST(Round3, P11FindTakesAMergeByItsFirstParent) {
+  TempRepo repo;
+  base_and_release(repo, "a\nb\n");
+  repo.git("checkout -q -b feature");
+  repo.apply({{"f.py", "a\nfix 1\nb\n"}});
+  repo.commit("fix part 1");
+  repo.apply({{"f.py", "a\nfix 1\nb\nfix 2\n"}});
+  repo.commit("fix part 2");
+  repo.git("checkout -q main");
+  repo.apply({{"g.py", "unrelated\n"}});
+  repo.commit("main moves on");
+  repo.git("merge -q --no-ff -m 'Merge the fix' feature");
+  const std::string merge = rev(repo, "HEAD");
+  repo.git("checkout -q release-1");
+  repo.git("cherry-pick -x -m1 " + merge);
+  const std::string port = rev(repo, "HEAD");
+
+  const json found = find_json(repo, merge, "release-*");
+  EXPECT_EQ(found["parents"], 2);
+  EXPECT_EQ(found["patch_id"], stable_patch_id(repo, "git diff " + merge + "^1 " + merge));
+  const json ports = branch_of(found, "release-1")["ports"];
+  ASSERT_EQ(ports.size(), 1u);
+  EXPECT_EQ(ports[0]["commit"], port);
+  EXPECT_EQ(ports[0]["found_by"],
+            json::parse(R"(["cherry-pick-trailer", "patch-id", "changed-lines", "same-subject"])"));
+  // The pair report reads the merge the same way.
+  const json report = report_json(repo, {merge, port});
+  EXPECT_EQ(report["totals"]["identical"], 1);
+  const CommandResult text = run_portdiff({"--repo", repo.dir(), "find", merge, "--branches",
+                                           "release-*", "--format", "text"});
+  EXPECT_TRUE(contains(text.out, "a merge of 2 parents: its patch is against the first parent"))
+      << text.out;
+}
+
+TEST(Round3, P12ABranchThatContainsTheCommitSaysSo) {
+  TempRepo repo;
+  base_and_release(repo, "a\n");
+  repo.apply({{"f.py", "a\nfix\n"}});
+  const std::string fix = repo.commit("fix");
+  repo.git("branch -f release-2 main");
+  EXPECT_EQ(repo.git("branch --contains " + fix + " --format='%(refname:short)' --list 'release-*'"),
+            "release-2\n");  // git's answer
+  const json found = find_json(repo, fix, "release-*");
+  EXPECT_EQ(branch_of(found, "release-1")["contains_commit"], false);
+  EXPECT_EQ(branch_of(found, "release-2")["contains_commit"], true);
+  const CommandResult text = run_portdiff(
+      {"--repo", repo.dir(), "find", fix, "--branches", "release-*", "--format", "text"});
+  EXPECT_TRUE(contains(text.out, "release-2  contains the commit\n")) << text.out;
+  EXPECT_TRUE(contains(text.out, "release-1  no port\n")) << text.out;
+}
+
+TEST(Round3, P13AnInheritedPortIsListedOnce) {
+  TempRepo repo;
+  base_and_release(repo, "a\nb\n");
+  repo.git("checkout -q -b topic");
+  repo.apply({{"f.py", "a\nfix\nb\n"}});
+  const std::string fix = repo.commit("fix");
+  repo.git("checkout -q release-1");
+  repo.git("cherry-pick -x " + fix);
+  const std::string own = rev(repo, "HEAD");
+  repo.git("checkout -q main");
+  repo.apply({{"g.py", "g\n"}});
+  repo.commit("main moves on");
+  repo.git("cherry-pick " + fix);  // main gets the fix; later releases fork from it
+  const std::string on_main = rev(repo, "HEAD");
+  for (const char* branch : {"release-2", "release-3", "release-10"}) repo.git(std::string("branch ") + branch);
+
+  const json found = find_json(repo, fix, "release-*");
+  EXPECT_EQ(branch_names(found),
+            (std::vector<std::string>{"release-1", "release-2", "release-3", "release-10"}));
+  EXPECT_EQ(branch_of(found, "release-1")["ports"][0]["commit"], own);
+  EXPECT_EQ(branch_of(found, "release-2")["ports"][0]["commit"], on_main);
+  for (const char* later : {"release-3", "release-10"}) {
+    EXPECT_EQ(branch_of(found, later)["ports"], json::array()) << later;
+    EXPECT_EQ(branch_of(found, later)["inherited"],
+              json::parse("[{\"commit\": \"" + on_main + "\", \"from\": \"release-2\"}]"));
+  }
+  // --report compares each commit once: two columns, not four.
+  const json report = find_json(repo, fix, "release-*", {"--report"})["report"];
+  EXPECT_EQ(report["targets"].size(), 2u);
+}
+
+TEST(Round3, P14FindMatchesByTheReportsRuleAndHintsBySubject) {
+  TempRepo repo;
+  base_and_release(repo, "x\na\ny\n");
+  repo.git("checkout -q release-1");
+  repo.apply({{"f.py", "x\na2\ny\n"}});
+  repo.commit("release-1 drifts");
+  repo.git("branch release-2");
+  repo.git("checkout -q main");
+  repo.apply({{"f.py", "x\na\nFIX\ny\n"}});
+  const std::string fix = repo.commit("fix the thing");
+  repo.git("checkout -q release-1");
+  repo.apply({{"f.py", "x\na2\nFIX\ny\n"}});
+  const std::string drifted = repo.commit("backport: fix");  // no -x, other subject
+  repo.git("checkout -q release-2");
+  repo.apply({{"f.py", "x\na2\nFIX2\ny\n"}});
+  const std::string by_hand = repo.commit("[2.x] fix the thing (#42)");
+  // git's answers: the stable patch-id sees the context and misses the first port;
+  // the report calls it identical.
+  ASSERT_NE(stable_patch_id(repo, "git show " + drifted), stable_patch_id(repo, "git show " + fix));
+  EXPECT_EQ(report_json(repo, {fix, drifted})["totals"]["identical"], 1);
+
+  const json found = find_json(repo, fix, "release-*");
+  EXPECT_EQ(branch_of(found, "release-1")["ports"],
+            json::parse("[{\"commit\": \"" + drifted + "\", \"found_by\": [\"changed-lines\"]}]"));
+  EXPECT_EQ(branch_of(found, "release-2")["ports"],
+            json::parse("[{\"commit\": \"" + by_hand + "\", \"found_by\": [\"same-subject\"]}]"));
+  const CommandResult text = run_portdiff(
+      {"--repo", repo.dir(), "find", fix, "--branches", "release-*", "--format", "text"});
+  EXPECT_TRUE(contains(text.out, "release-1  " + drifted.substr(0, 12) + "  changed lines\n"))
+      << text.out;
+  EXPECT_TRUE(contains(text.out, "release-2  " + by_hand.substr(0, 12) + "  same subject (hint)\n"))
+      << text.out;
+}
+
+TEST(Round3, P15FindSearchesRemoteTrackingBranches) {
+  TempRepo origin;
+  base_and_release(origin, "a\n");
+  origin.apply({{"f.py", "a\nfix\n"}});
+  const std::string fix = origin.commit("fix");
+  origin.git("checkout -q release-1");
+  origin.git("cherry-pick -x " + fix);
+  const std::string port = rev(origin, "HEAD");
+  TempRepo clone;
+  clone.git("fetch -q " + shell_quote(origin.dir()) + " '+refs/heads/*:refs/remotes/origin/*'");
+  clone.git("symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/main");
+  EXPECT_EQ(clone.git("branch -r --list 'origin/release-*'"), "  origin/release-1\n");  // git's view
+
+  const json found = find_json(clone, fix, "origin/release-*");
+  EXPECT_EQ(branch_names(found), std::vector<std::string>{"origin/release-1"});
+  EXPECT_EQ(branch_of(found, "origin/release-1")["ports"][0]["commit"], port);
+  // origin/HEAD names another branch: not listed twice.
+  EXPECT_EQ(branch_names(find_json(clone, fix, "origin/*")),
+            (std::vector<std::string>{"origin/main", "origin/release-1"}));
+}
+
+TEST(Round3, P16FindShowsProgressOnlyOnATerminal) {
+  TempRepo repo;
+  base_and_release(repo, "a\n");
+  repo.apply({{"f.py", "a\nfix\n"}});
+  const std::string fix = repo.commit("fix");
+  repo.git("checkout -q release-1");
+  repo.apply({{"g.py", "g\n"}});
+  repo.commit("release-1 moves on");
+  find_json(repo, fix, "release-*");  // checks that stderr stays empty off a terminal
+  if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
+  const std::string command = shell_quote(PORTDIFF_EXE) + " --repo " + shell_quote(repo.dir()) +
+                              " find " + fix + " --branches 'release-*' --format text" +
+                              " >/dev/null";
+  const CommandResult tty = run_command("script -qec " + shell_quote(command) + " /dev/null");
+  EXPECT_TRUE(contains(tty.out, "\rportdiff find: 1/1 commits")) << tty.out;
+}
+
+TEST(Round3, P24BranchesInVersionOrder) {
+  TempRepo repo;
+  base_and_release(repo, "a\n");
+  for (const char* branch : {"v2.10.0", "v2.9.0", "v2.9.10", "v2.9.9", "v10.0"})
+    repo.git(std::string("branch ") + branch);
+  repo.apply({{"f.py", "a\nfix\n"}});
+  const std::string fix = repo.commit("fix");
+  EXPECT_EQ(branch_names(find_json(repo, fix, "v*")),
+            (std::vector<std::string>{"v2.9.0", "v2.9.9", "v2.9.10", "v2.10.0", "v10.0"}));
+}
+
 }  // namespace
 }  // namespace portdiff_test
