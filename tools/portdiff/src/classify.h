@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "file_change.h"
+#include "options.h"
 
 namespace portdiff {
 
@@ -25,6 +26,17 @@ enum class Difference {
   mode,                 // equal content, but the patches change the mode differently
 };
 
+/// How a row's two sides were paired: by the same path, by a --map-path rule, or
+/// (an only-source row and an only-target row) by their changed lines.
+enum class Pairing { path, mapped, content };
+
+/// What the other head holds for an only-source or only-target row (P23).
+struct OtherHead final {
+  bool checked = false;     // set by describe_other_heads
+  bool exists = false;      // the file is at the other head
+  std::size_t held = 0;     // of this side's added lines, how many the other file holds
+};
+
 /*
  * Stage 4 — classify. FileVerdict is one row of the report: a path of the union of
  * both patches, its verdict, and non-owning pointers to each side's FileChange
@@ -32,7 +44,13 @@ enum class Difference {
  * passed to classify(), which must outlive the verdicts).
  */
 struct FileVerdict final {
-  std::string path;
+  std::string path;         // the target's path where both sides touch the file
+  std::string source_path;  // the source's own path (differs when mapped or paired)
+  // For an only-source (only-target) row: where the file would be at the target
+  // (source) head, after --map-path.
+  std::string other_path;
+  Pairing pairing = Pairing::path;
+  OtherHead other_head;
   Verdict verdict = Verdict::identical;
   Difference difference = Difference::none;
   bool final_equal = false;  // blobs and modes at the two heads; only when both touch it
@@ -72,8 +90,16 @@ Difference compare_changes(const FileChange& source, const FileChange& target);
 /// other did not, or to other modes).
 bool mode_changes_differ(const FileChange& source, const FileChange& target);
 
-/// Verdicts for the union of both patches, sorted by path (byte order).
-std::vector<FileVerdict> classify(const SidePatch& source, const SidePatch& target);
+/// Verdicts for the union of both patches, sorted by path (byte order). Source
+/// paths go through `maps` first; then an only-source row and an only-target row
+/// of the same file name whose changed lines are identical, or share at least
+/// half of their lines, become one row (Pairing::content), best matches first.
+std::vector<FileVerdict> classify(const SidePatch& source, const SidePatch& target,
+                                  const std::vector<PathMap>& maps = {});
+
+/// `path` through the first map whose `from` side covers it (the path itself or a
+/// directory above it); unchanged when none does. `to_target` picks the direction.
+std::string map_path(const std::string& path, const std::vector<PathMap>& maps, bool to_target);
 
 Totals count(const std::vector<FileVerdict>& verdicts);
 

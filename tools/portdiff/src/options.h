@@ -5,6 +5,13 @@
 
 namespace portdiff {
 
+/// `--map-path OLD=NEW`: source paths at or under OLD compare with target paths at
+/// or under NEW (a directory moved between the branches).
+struct PathMap final {
+  std::string source;  // OLD
+  std::string target;  // NEW
+};
+
 enum class Format { markdown, json, text };
 enum class Color { automatic, always, never };
 
@@ -23,6 +30,7 @@ struct Options final {
   // without '/' matches the file name, one with '/' the whole path.
   std::vector<std::string> test_globs = {"test_*.py", "*_test.py"};
   bool find_renames = false;
+  std::vector<PathMap> path_maps;
   bool check = false;  // exit 1 when any file is not identical
   bool brief = false;  // only the verdict line and the rows that are not identical
   Color color = Color::automatic;  // text format only; NO_COLOR turns `automatic` off

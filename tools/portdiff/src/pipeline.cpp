@@ -5,6 +5,7 @@
 #include "collect.h"
 #include "final_files.h"
 #include "git_handle.h"
+#include "other_head.h"
 #include "realign.h"
 #include "side_diff.h"
 
@@ -61,9 +62,10 @@ std::vector<Report> build_reports(const Options& options) {
     report.target = ranges[i];
     report.source_patch = patches[0];
     report.target_patch = patches[i];
-    report.files = classify(*report.source_patch, *report.target_patch);
+    report.files = classify(*report.source_patch, *report.target_patch, options.path_maps);
     realign(repo.get(), report.files);
     describe_final_files(repo.get(), report.files);
+    describe_other_heads(repo.get(), report.source, report.target, report.files);
     report.totals = count(report.files);
     report.tests = compare_test_functions(repo.get(), report.source, report.target, report.files,
                                           options);

@@ -44,7 +44,16 @@ using NameStyle = std::function<std::string(const std::string&)>;
 /// origin, mode change, type change (empty when none).
 std::string header_notes(const FileChange& change, const NameStyle& name);
 
-/// header_notes() for a row: one note when the sides agree, both when they differ.
+/// How a row's sides were paired when not by the same path: "source path `a`
+/// (--map-path)", "paired by content with source `a`" (P17); "" otherwise.
+std::string pairing_note(const FileVerdict& row, const NameStyle& name);
+
+/// For an only-source/only-target row, what the other head has (P23): "absent at
+/// the target head", "exists at the target head, holding 3 of the 5 added lines".
+std::string other_head_note(const FileVerdict& row, const NameStyle& name);
+
+/// The notes of a row: its pairing, header_notes() (one when the sides agree,
+/// both when they differ) and the other head.
 std::string row_notes(const FileVerdict& row, const NameStyle& name);
 
 /// The first differing line of a `different` row on each side (excerpt.h), or ""

@@ -108,13 +108,47 @@ std::string header_notes(const FileChange& change, const NameStyle& name) {
   return "";
 }
 
-std::string row_notes(const FileVerdict& row, const NameStyle& name) {
+namespace {
+
+std::string header_pair(const FileVerdict& row, const NameStyle& name) {
   const std::string s = row.source ? header_notes(*row.source, name) : "";
   const std::string t = row.target ? header_notes(*row.target, name) : "";
   if (!row.source || !row.target || s == t) return s.empty() ? t : s;
   // A side without a header note still says what its patch did ("modified").
   return "source: " + (s.empty() ? kind_name(row.source->kind) : s) +
          "; target: " + (t.empty() ? kind_name(row.target->kind) : t);
+}
+
+}  // namespace
+
+std::string pairing_note(const FileVerdict& row, const NameStyle& name) {
+  switch (row.pairing) {
+    case Pairing::path: return "";
+    case Pairing::mapped: return "source path " + name(row.source_path) + " (--map-path)";
+    case Pairing::content: return "paired by content with source " + name(row.source_path);
+  }
+  return "";
+}
+
+std::string other_head_note(const FileVerdict& row, const NameStyle& name) {
+  if (!row.other_head.checked) return "";
+  const bool source_only = row.verdict == Verdict::only_source;
+  const std::string head = source_only ? "target head" : "source head";
+  const std::string where = row.other_path == row.path ? "" : " as " + name(row.other_path);
+  if (!row.other_head.exists) return "absent at the " + head + where;
+  const FileChange& change = source_only ? *row.source : *row.target;
+  std::string note = "exists at the " + head + where;
+  if (!change.binary && change.lines.added.size() > 0)
+    note += ", holding " + std::to_string(row.other_head.held) + " of the " +
+            plural(change.lines.added.size(), "added line");
+  return note;
+}
+
+std::string row_notes(const FileVerdict& row, const NameStyle& name) {
+  std::string out;
+  for (const std::string& note : {pairing_note(row, name), header_pair(row, name), other_head_note(row, name)})
+    if (!note.empty()) out += (out.empty() ? "" : "; ") + note;
+  return out;
 }
 
 std::string first_difference(const FileVerdict& row, const ExcerptStyle& excerpt) {

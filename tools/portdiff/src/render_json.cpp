@@ -66,6 +66,19 @@ json report_json(const Report& report, const Options& options) {
     std::string final_note = row.final_note;
     for (const std::string& line : row.final_excerpts) final_note += " " + line;
     file["final_note"] = final_note.empty() ? json(nullptr) : json(final_note);
+    file["pairing"] = row.pairing == Pairing::path     ? "path"
+                      : row.pairing == Pairing::mapped ? "mapped"
+                                                       : "content";
+    file["source_path"] = row.source ? json(row.source_path) : json(nullptr);
+    if (row.other_head.checked) {
+      json other = json::object();
+      other["path"] = row.other_path;
+      other["exists"] = row.other_head.exists;
+      other["holds_added"] = row.other_head.held;
+      file["other_head"] = std::move(other);
+    } else {
+      file["other_head"] = nullptr;
+    }
     file["source"] = side_json(row.source);
     file["target"] = side_json(row.target);
     files.push_back(std::move(file));
@@ -88,6 +101,8 @@ json report_json(const Report& report, const Options& options) {
     }
     json entry = json::object();
     entry["path"] = file.path;
+    entry["source_present"] = file.source_present;
+    entry["target_present"] = file.target_present;
     entry["source_count"] = file.source_count;
     entry["target_count"] = file.target_count;
     entry["same_named"] = file.same_named;

@@ -108,17 +108,22 @@ std::string name_list(const TestFileComparison& file, bool source_side) {
 void test_section(std::ostringstream& out, const Report& report) {
   out << "## 4. Test functions\n\n";
   if (report.tests.empty()) {
-    out << "No Python test file of the union exists at both heads.\n\n";
+    out << "No Python test file in the union.\n\n";
     return;
   }
   out << "Test functions (module level and in classes, `async` and decorated included) at "
          "each head, compared by qualified name; a body runs from its first decorator to "
          "its last line. \"added\"/\"changed\" say what that side's patch did to the "
-         "function relative to its base.\n\n";
+         "function relative to its base. A file at one head only lists its functions as "
+         "unique to that side (source-only or target-only tests).\n\n";
   for (const TestFileComparison& file : report.tests) {
     out << "### " << code(file.path) << "\n\n";
-    out << "- source: " << plural(file.source_count, "test function") << "; target: "
-        << file.target_count << ".\n";
+    const auto count = [](bool present, std::size_t n, const char* head) {
+      return present ? plural(n, "test function")
+                     : std::string("file absent at the ") + head + " head";
+    };
+    out << "- source: " << count(file.source_present, file.source_count, "source")
+        << "; target: " << count(file.target_present, file.target_count, "target") << ".\n";
     out << "- same-named: " << file.same_named << " — " << file.identical
         << " byte-identical, " << file.differing << " differing.\n";
     out << "- unique to source: " << file.only_source << name_list(file, true) << ".\n";

@@ -96,8 +96,11 @@ std::string render_text(const Report& report, const Options& options) {
 
   if (!report.tests.empty()) out << "\ntest functions\n";
   for (const TestFileComparison& file : report.tests) {
-    out << "  " << quote(file.path) << ": source " << file.source_count << ", target "
-        << file.target_count << "; same-named " << file.same_named << " (" << file.identical
+    const auto count = [](bool present, std::size_t n) {
+      return present ? std::to_string(n) : std::string("absent");
+    };
+    out << "  " << quote(file.path) << ": source " << count(file.source_present, file.source_count)
+        << ", target " << count(file.target_present, file.target_count) << "; same-named " << file.same_named << " (" << file.identical
         << " identical, " << file.differing << " differing); only source " << file.only_source
         << ", only target " << file.only_target << "\n";
     for (const FunctionRow& f : file.functions) {

@@ -327,5 +327,97 @@ TEST(Round3, P24BranchesInVersionOrder) {
             (std::vector<std::string>{"v2.9.0", "v2.9.9", "v2.9.10", "v2.10.0", "v10.0"}));
 }
 
+/// P17's shape: the source branch moved pkg/core to pkg/_core before its change.
+Ports moved_directory_ports(const TempRepo& repo) {
+  repo.apply({{"pkg/core/a.py", "x\ny\n"}, {"pkg/core/b.py", "p\nq\n"}, {"pkg/core/c.py", "c\n"}});
+  const std::string base = repo.commit("base");
+  repo.git("checkout -q -b source " + base);
+  repo.git("mv pkg/core pkg/_core");
+  const std::string moved = repo.commit("move core to _core");
+  repo.apply({{"pkg/_core/a.py", "x\nFIX\ny\n"}, {"pkg/_core/b.py", "p\nl1\nl2\nl3\nq\n"},
+              {"pkg/_core/c.py", "c\nsource only\n"}});
+  const std::string source_head = repo.commit("fix");
+  repo.git("checkout -q -b target " + base);
+  repo.apply({{"pkg/core/a.py", "x\nFIX\ny\n"}, {"pkg/core/b.py", "p\nl1\nl2\nL3\nq\n"},
+              {"pkg/core/c.py", "c\ntarget only\n"}});
+  const std::string target_head = repo.commit("fix (port)");
+  return {moved + ".." + source_head, base + ".." + target_head};
+}
+
+TEST(Round3, P17MovedFilesPairByContent) {
+  TempRepo repo;
+  const Ports ports = moved_directory_ports(repo);
+  // git's lines of the moved file equal the target's: the pairing's premise.
+  const auto source = oracle_patch(repo, ports.source, false);
+  const auto target = oracle_patch(repo, ports.target, false);
+  ASSERT_EQ(source.at("pkg/_core/a.py").added, target.at("pkg/core/a.py").added);
+
+  const json report = report_json(repo, {ports.source, ports.target});
+  const json a = row_of(report, "pkg/core/a.py");
+  EXPECT_EQ(a["class"], "identical");
+  EXPECT_EQ(a["pairing"], "content");
+  EXPECT_EQ(a["source_path"], "pkg/_core/a.py");
+  const json b = row_of(report, "pkg/core/b.py");  // 2 of 3 lines in common
+  EXPECT_EQ(b["class"], "different");
+  EXPECT_EQ(b["pairing"], "content");
+  // c.py's changes share no line: two rows, as before.
+  EXPECT_EQ(row_of(report, "pkg/_core/c.py")["class"], "only-source");
+  EXPECT_EQ(row_of(report, "pkg/core/c.py")["class"], "only-target");
+  EXPECT_EQ(report["totals"]["files"], 4);
+  const CommandResult md = run_portdiff({"--repo", repo.dir(), ports.source, ports.target});
+  EXPECT_TRUE(contains(md.out, "| `pkg/core/a.py` | +1/-0 | +1/-0 | equal | paired by content "
+                               "with source `pkg/_core/a.py` |"))
+      << md.out;
+}
+
+TEST(Round3, P17MapPathPairsEveryFileUnderTheDirectory) {
+  TempRepo repo;
+  const Ports ports = moved_directory_ports(repo);
+  const json report =
+      report_json(repo, {ports.source, ports.target, "--map-path", "pkg/_core/=pkg/core"});
+  EXPECT_EQ(report["totals"]["files"], 3);
+  for (const char* name : {"a.py", "b.py", "c.py"}) {
+    const json row = row_of(report, std::string("pkg/core/") + name);
+    EXPECT_EQ(row["pairing"], "mapped") << name;
+    EXPECT_EQ(row["source_path"], std::string("pkg/_core/") + name);
+  }
+  EXPECT_EQ(row_of(report, "pkg/core/a.py")["class"], "identical");
+  EXPECT_EQ(row_of(report, "pkg/core/c.py")["class"], "different");
+  const CommandResult bad =
+      run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--map-path", "pkg"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "portdiff: usage: --map-path 'pkg': expected OLD=NEW, two paths (see --help)\n");
+}
+
+TEST(Round3, P18AndP23OneSidedFilesSayWhatTheOtherHeadHas) {
+  TempRepo repo;
+  const Ports ports = make_ports(
+      repo, {{"c.py", "c\n"}, {"d.py", "d\n"}},
+      {{"c.py", "c\nZ\n"}, {"d.py", "d\nW\nV\n"}},
+      {{"c.py", "c\nZ\n"}, {"d.py", "d\nW\n"}},  // the target's baseline already has Z and W
+      {{"tests/test_extra.py", "def test_one():\n    pass\n\n\ndef test_two():\n    pass\n"}});
+  const std::string target_head = ports.target.substr(42);
+  EXPECT_EQ(repo.git("show " + target_head + ":c.py"), "c\nZ\n");  // git's view of the head
+  const json report = report_json(repo, {ports.source, ports.target});
+  const json c = row_of(report, "c.py");
+  EXPECT_EQ(c["class"], "only-source");
+  EXPECT_EQ(c["other_head"], json::parse(R"({"path": "c.py", "exists": true, "holds_added": 1})"));
+  EXPECT_EQ(row_of(report, "d.py")["other_head"]["holds_added"], 1);  // W, not V
+  EXPECT_EQ(row_of(report, "tests/test_extra.py")["other_head"]["exists"], false);
+  ASSERT_EQ(report["test_files"].size(), 1u);
+  EXPECT_EQ(report["test_files"][0]["only_target"], json::parse(R"(["test_one", "test_two"])"));
+
+  const CommandResult md = run_portdiff({"--repo", repo.dir(), ports.source, ports.target});
+  EXPECT_TRUE(contains(md.out, "| `c.py` | +1/-0 | exists at the target head, holding 1 of the 1 "
+                               "added line |"))
+      << md.out;
+  EXPECT_TRUE(contains(md.out, "| `d.py` | +2/-0 | exists at the target head, holding 1 of the 2 "
+                               "added lines |"))
+      << md.out;
+  EXPECT_TRUE(contains(md.out, "- source: file absent at the source head; target: 2 test functions."))
+      << md.out;
+  EXPECT_TRUE(contains(md.out, "- unique to target: 2 — `test_one`, `test_two`.")) << md.out;
+}
+
 }  // namespace
 }  // namespace portdiff_test
