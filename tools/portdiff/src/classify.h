@@ -37,6 +37,14 @@ struct OtherHead final {
   std::size_t held = 0;     // of this side's added lines, how many the other file holds
 };
 
+/// How big a `different` row's difference is (P20), from the interdiff of its lines.
+struct DifferenceSize final {
+  bool known = false;  // false for binary rows
+  std::size_t common = 0;       // lines both patches have
+  std::size_t source_only = 0;  // lines only the source patch has
+  std::size_t target_only = 0;
+};
+
 /*
  * Stage 4 — classify. FileVerdict is one row of the report: a path of the union of
  * both patches, its verdict, and non-owning pointers to each side's FileChange
@@ -51,6 +59,7 @@ struct FileVerdict final {
   std::string other_path;
   Pairing pairing = Pairing::path;
   OtherHead other_head;
+  DifferenceSize size;
   Verdict verdict = Verdict::identical;
   Difference difference = Difference::none;
   bool final_equal = false;  // blobs and modes at the two heads; only when both touch it

@@ -5,6 +5,7 @@
 #include "collect.h"
 #include "final_files.h"
 #include "git_handle.h"
+#include "interdiff.h"
 #include "other_head.h"
 #include "realign.h"
 #include "side_diff.h"
@@ -64,6 +65,7 @@ std::vector<Report> build_reports(const Options& options) {
     report.target_patch = patches[i];
     report.files = classify(*report.source_patch, *report.target_patch, options.path_maps);
     realign(repo.get(), report.files);
+    size_differences(report.files);
     describe_final_files(repo.get(), report.files);
     describe_other_heads(repo.get(), report.source, report.target, report.files);
     report.totals = count(report.files);

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "excerpt.h"
 #include "options.h"
@@ -65,6 +66,13 @@ std::string first_difference(const FileVerdict& row, const ExcerptStyle& excerpt
 /// Words go through `words` (Markdown escapes them), excerpts through `excerpt`.
 std::string row_remarks(const FileVerdict& row, const ExcerptStyle& words,
                         const ExcerptStyle& excerpt);
+
+/// The rows of one class in report order: by path, except `different` rows, which
+/// are ranked by how many lines only one side has, largest first (P20).
+std::vector<const FileVerdict*> rows_of(const Report& report, Verdict verdict);
+
+/// A `different` row's size: "3 common, 1 source-only, 2 target-only" ("" for binary).
+std::string size_text(const FileVerdict& row);
 
 /// The verdict and the totals in one line, without markup:
 /// "Verdict: not identical — 7 files: 2 identical (final files equal: 1), 3 different, ...".

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "excerpt.h"
@@ -178,6 +179,27 @@ std::string row_remarks(const FileVerdict& row, const ExcerptStyle& words,
     add(note);
   }
   return out;
+}
+
+std::vector<const FileVerdict*> rows_of(const Report& report, Verdict verdict) {
+  std::vector<const FileVerdict*> rows;
+  for (const FileVerdict& row : report.files)
+    if (row.verdict == verdict) rows.push_back(&row);
+  if (verdict != Verdict::different) return rows;
+  // Largest first: where a reviewer has most to read. Unsized (binary) rows last.
+  const auto weight = [](const FileVerdict* row) {
+    return row->size.known ? row->size.source_only + row->size.target_only + 1 : 0;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const FileVerdict* a, const FileVerdict* b) {
+    return weight(a) > weight(b);
+  });
+  return rows;
+}
+
+std::string size_text(const FileVerdict& row) {
+  if (!row.size.known) return "";
+  return std::to_string(row.size.common) + " common, " + std::to_string(row.size.source_only) +
+         " source-only, " + std::to_string(row.size.target_only) + " target-only";
 }
 
 std::string verdict_line(const Report& report) {

@@ -66,6 +66,15 @@ json report_json(const Report& report, const Options& options) {
     std::string final_note = row.final_note;
     for (const std::string& line : row.final_excerpts) final_note += " " + line;
     file["final_note"] = final_note.empty() ? json(nullptr) : json(final_note);
+    if (row.size.known) {
+      json size = json::object();
+      size["common"] = row.size.common;
+      size["source_only"] = row.size.source_only;
+      size["target_only"] = row.size.target_only;
+      file["size"] = std::move(size);
+    } else {
+      file["size"] = nullptr;
+    }
     file["pairing"] = row.pairing == Pairing::path     ? "path"
                       : row.pairing == Pairing::mapped ? "mapped"
                                                        : "content";

@@ -31,8 +31,8 @@ void table_head(std::ostringstream& out, Verdict verdict) {
       out << "| file | source +/- | target +/- | final files | notes |\n|---|---|---|---|---|\n";
       break;
     case Verdict::different:
-      out << "| file | source +/- | target +/- | difference | final files | notes |\n"
-             "|---|---|---|---|---|---|\n";
+      out << "| file | source +/- | target +/- | difference | size (lines) | final files | notes |\n"
+             "|---|---|---|---|---|---|---|\n";
       break;
     case Verdict::only_source: out << "| file | source +/- | notes |\n|---|---|---|\n"; break;
     case Verdict::only_target: out << "| file | target +/- | notes |\n|---|---|---|\n"; break;
@@ -47,7 +47,8 @@ void table_row(std::ostringstream& out, const FileVerdict& row) {
       break;
     case Verdict::different:
       out << counts(*row.source) << " | " << counts(*row.target) << " | "
-          << difference_description(row.difference) << " | " << final_files(row);
+          << difference_description(row.difference) << " | " << size_text(row) << " | "
+          << final_files(row);
       break;
     case Verdict::only_source: out << counts(*row.source); break;
     case Verdict::only_target: out << counts(*row.target); break;
@@ -71,8 +72,7 @@ void file_section(std::ostringstream& out, const Report& report, const char* hea
         << " with a note)</summary>\n\n";
   }
   table_head(out, verdict);
-  for (const FileVerdict& row : report.files)
-    if (row.verdict == verdict) table_row(out, row);
+  for (const FileVerdict* row : rows_of(report, verdict)) table_row(out, *row);
   out << (collapse ? "\n</details>\n\n" : "\n");
 }
 

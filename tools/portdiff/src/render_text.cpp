@@ -43,7 +43,10 @@ std::string remarks_of(const FileVerdict& row) {
   const auto add = [&](const std::string& text) {
     if (!text.empty()) remark += (remark.empty() ? "" : "; ") + text;
   };
-  if (row.verdict == Verdict::different) add(difference_description(row.difference));
+  if (row.verdict == Verdict::different) {
+    add(difference_description(row.difference));
+    add(size_text(row));
+  }
   if (row.source && row.target) add(row.final_equal ? "final files equal" : "final files differ");
   add(row_notes(row, name_style));
   const auto plain = [](const std::string& text) { return text; };
@@ -78,8 +81,8 @@ std::string render_text(const Report& report, const Options& options) {
                           Verdict::only_target}) {
     if (options.brief && verdict == Verdict::identical) continue;
     bool heading = false;
-    for (const FileVerdict& row : report.files) {
-      if (row.verdict != verdict) continue;
+    for (const FileVerdict* ranked : rows_of(report, verdict)) {
+      const FileVerdict& row = *ranked;
       if (!heading) {
         out << "\n" << color.bold << color.of(verdict) << verdict_name(verdict) << color.reset
             << "\n";

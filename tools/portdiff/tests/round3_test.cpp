@@ -419,5 +419,66 @@ TEST(Round3, P18AndP23OneSidedFilesSayWhatTheOtherHeadHas) {
   EXPECT_TRUE(contains(md.out, "- unique to target: 2 — `test_one`, `test_two`.")) << md.out;
 }
 
+TEST(Round3, P19ExcerptsShowTheDifferingBytes) {
+  TempRepo repo;
+  const std::string pad(80, 'x');
+  const Ports ports = make_ports(
+      repo, {{"long.py", "a\n"}, {"cr.py", "a\n"}, {"tab.py", "a\n"}, {"eof.py", "a\n"}},
+      {{"long.py", "a\n" + pad + "A" + pad + "\n"}, {"cr.py", "a\nb\r\n"},
+       {"tab.py", "a\n\tb\n"}, {"eof.py", "a\nb"}},
+      {},
+      {{"long.py", "a\n" + pad + "B" + pad + "\n"}, {"cr.py", "a\nb\n"},
+       {"tab.py", "a\n    b\n"}, {"eof.py", "a\nb\n"}});
+  const json report = report_json(repo, {ports.source, ports.target});
+  const std::string window(39, 'x');  // the bytes kept before the difference
+  EXPECT_EQ(row_of(report, "long.py")["first_difference"],
+            "source +...\"" + std::string(20, 'x') + "A" + window + "\"... · target +...\"" +
+                std::string(20, 'x') + "B" + window + "\"...");
+  EXPECT_EQ(row_of(report, "cr.py")["first_difference"], "source +\"b\\r\\n\" · target +\"b\\n\"");
+  EXPECT_EQ(row_of(report, "tab.py")["first_difference"], "source +\"\\tb\\n\" · target +\"    b\\n\"");
+  EXPECT_EQ(row_of(report, "eof.py")["first_difference"], "source +\"b\" · target +\"b\\n\"");
+  for (const char* path : {"long.py", "cr.py", "tab.py", "eof.py"})
+    EXPECT_EQ(row_of(report, path)["class"], oracle_classify(repo, ports, false).at(path).verdict);
+}
+
+TEST(Round3, P19FirstDifferenceIsAnInterdiff) {
+  TempRepo repo;
+  // The target's baseline already had "new": its port adds only what the source
+  // added after it; and it adds an extra line in the middle of another file.
+  const Ports ports = make_ports(
+      repo, {{"m.py", "old\n"}, {"n.py", "z\n"}},
+      {{"m.py", "new\nmore\n"}, {"n.py", "z\na\nb\nc\n"}},
+      {{"m.py", "new\n"}},
+      {{"m.py", "new\nmore\n"}, {"n.py", "z\na\nX\nb\nc\n"}});
+  const json report = report_json(repo, {ports.source, ports.target});
+  // Paired by position this would read source -"old\n" · target +"more\n".
+  EXPECT_EQ(row_of(report, "m.py")["first_difference"], "source -\"old\\n\" · target (none)");
+  EXPECT_EQ(row_of(report, "n.py")["first_difference"], "source (none) · target +\"X\\n\"");
+  EXPECT_EQ(row_of(report, "m.py")["size"],
+            json::parse(R"({"common": 1, "source_only": 2, "target_only": 0})"));
+  EXPECT_EQ(row_of(report, "n.py")["size"],
+            json::parse(R"({"common": 3, "source_only": 0, "target_only": 1})"));
+}
+
+TEST(Round3, P20DifferentRowsAreSizedAndRankedLargestFirst) {
+  TempRepo repo;
+  std::string big_source = "a\n", big_target = "a\n";
+  for (int i = 0; i < 10; ++i) {
+    big_source += "s" + std::to_string(i) + "\n";
+    big_target += "t" + std::to_string(i) + "\n";
+  }
+  const Ports ports = make_ports(repo, {{"a_small.py", "a\n"}, {"b_big.py", "a\n"}},
+                                 {{"a_small.py", "a\nb \n"}, {"b_big.py", big_source}}, {},
+                                 {{"a_small.py", "a\nb\n"}, {"b_big.py", big_target}});
+  const CommandResult md = run_portdiff({"--repo", repo.dir(), ports.source, ports.target});
+  const std::size_t big = md.out.find("| `b_big.py` | +10/-0 | +10/-0 | changed lines differ | "
+                                      "0 common, 10 source-only, 10 target-only |");
+  const std::size_t small = md.out.find("| `a_small.py` | +1/-0 | +1/-0 | only trailing whitespace "
+                                        "differs | 0 common, 1 source-only, 1 target-only |");
+  ASSERT_NE(big, std::string::npos) << md.out;
+  ASSERT_NE(small, std::string::npos) << md.out;
+  EXPECT_LT(big, small);
+}
+
 }  // namespace
 }  // namespace portdiff_test
