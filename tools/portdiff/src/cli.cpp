@@ -94,6 +94,11 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
       "With several TARGETs: one matrix of files x targets.",
       "portdiff");
   add_report_options(app, options, format, color, test_globs, path_maps);
+  app.add_option("--label", options.labels,
+                 "Names for the two sides in the report (default: their branches when known, "
+                 "else the ranges as given)")
+      ->type_name("SOURCE_NAME TARGET_NAME")
+      ->expected(2);
   app.add_option("SOURCE", options.source,
                  "Source range: BASE..HEAD, BASE...HEAD (from the merge base) or a commit C "
                  "(meaning C^..C)")
@@ -148,6 +153,9 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
   } else {
     if (options.source.empty()) throw Error("usage: SOURCE is required (see --help)");
     if (options.targets.empty()) throw Error("usage: TARGET is required (see --help)");
+    if (!options.labels.empty() && options.targets.size() != 1)
+      throw Error("usage: --label names a source and one target; a matrix names its targets "
+                  "by their branches (see --help)");
   }
   options.format = formats.at(format);
   options.color = colors.at(color);

@@ -167,7 +167,9 @@ bool touches_all(git_tree* tree, git_tree* parent_tree, const std::vector<std::s
 
 /// One commit's patch as the report reads it: against its first parent.
 SidePatch report_patch(git_repository* repo, git_commit* commit, const Options& options) {
-  const ResolvedRange range{"", "", *git_commit_parent_id(commit, 0), *git_commit_id(commit)};
+  ResolvedRange range;
+  range.base = *git_commit_parent_id(commit, 0);
+  range.head = *git_commit_id(commit);
   return collect_lines(repo, diff_range(repo, range, options).get());
 }
 

@@ -24,6 +24,7 @@ struct Options final {
   std::string source;                // `BASE..HEAD`, `BASE...HEAD` or a single commit `C`
   std::vector<std::string> targets;  // one target: a pair report; several: a matrix
   std::vector<std::string> target_labels;  // names for the targets (find: branches); may be empty
+  std::vector<std::string> labels;  // --label SOURCE_NAME TARGET_NAME: empty or two names
   Format format = Format::markdown;
   std::string output;  // empty or "-": standard output
   // Globs naming the Python test files whose test functions are compared. A glob

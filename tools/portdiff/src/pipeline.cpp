@@ -51,8 +51,16 @@ std::vector<Report> build_reports(const Options& options) {
   for (std::size_t i = 0; i < options.targets.size(); ++i) {
     const std::string side = options.targets.size() == 1 ? "target" : "target " + std::to_string(i + 1);
     ranges.push_back(resolve_range(repo.get(), options.targets[i], side));
-    if (i < options.target_labels.size()) ranges.back().label = options.target_labels[i];
+    if (i < options.target_labels.size()) {
+      ranges.back().label = options.target_labels[i];
+      ranges.back().named = true;
+    }
   }
+  for (std::size_t i = 0; i < options.labels.size() && i < ranges.size(); ++i) {
+    ranges[i].label = options.labels[i];
+    ranges[i].named = true;
+  }
+  for (ResolvedRange& range : ranges) list_commits(repo.get(), range);
   const std::vector<SharedPatch> patches = patches_of(options, ranges);
 
   std::vector<Report> reports;

@@ -19,6 +19,12 @@ std::string render_markdown(const Report& report, const Options& options);
 std::string render_json(const Report& report, const Options& options);
 std::string render_text(const Report& report, const Options& options);
 
+/// Section 4 of a Markdown report, shared by the pair report and the matrix: the
+/// sentence that explains the test-function tables, and one test file's summary
+/// and table under `heading` (P22).
+extern const char* const test_functions_preamble;
+std::string markdown_test_file(const TestFileComparison& file, const std::string& heading);
+
 const char* verdict_name(Verdict verdict);        // "identical", "only-source", ...
 const char* difference_name(Difference difference);  // "final-newline", ... ("" for none)
 const char* difference_description(Difference difference);  // a short phrase for people
@@ -73,6 +79,20 @@ std::vector<const FileVerdict*> rows_of(const Report& report, Verdict verdict);
 
 /// A `different` row's size: "3 common, 1 source-only, 2 target-only" ("" for binary).
 std::string size_text(const FileVerdict& row);
+
+/// The commits of a range shown in a report header; JSON lists them all.
+constexpr std::size_t header_commits = 20;
+
+/// A side's name for column headings: its label when that is a name (a branch or
+/// --label), else `side` ("source", "target").
+std::string side_name(const ResolvedRange& range, const char* side);
+
+/// A Markdown list item pinning a range — label, spec, full SHAs — with its
+/// commits (abbreviated SHA and subject, oldest first) nested under it (P21).
+std::string markdown_range(const ResolvedRange& range, const char* side);
+
+/// The commits of a range for the text view, one per line after `indent`.
+std::string text_commits(const ResolvedRange& range, const std::string& indent);
 
 /// The verdict and the totals in one line, without markup:
 /// "Verdict: not identical — 7 files: 2 identical (final files equal: 1), 3 different, ...".

@@ -2,6 +2,9 @@
 #include <cstdio>
 
 #include "excerpt.h"
+#include "git_handle.h"
+#include "markdown_text.h"
+#include "quote.h"
 #include "render.h"
 #include "side_diff.h"
 
@@ -200,6 +203,33 @@ std::string size_text(const FileVerdict& row) {
   if (!row.size.known) return "";
   return std::to_string(row.size.common) + " common, " + std::to_string(row.size.source_only) +
          " source-only, " + std::to_string(row.size.target_only) + " target-only";
+}
+
+std::string side_name(const ResolvedRange& range, const char* side) {
+  return range.named ? range.label : side;
+}
+
+std::string markdown_range(const ResolvedRange& range, const char* side) {
+  std::string out = std::string("- ") + side + " " + code(range.label);
+  if (range.named && range.label != range.spec) out += " (" + code(range.spec) + ")";
+  out += ": `" + to_hex(range.base) + ".." + to_hex(range.head) + "` — " +
+         plural(range.commits.size(), "commit") + "\n";
+  for (std::size_t i = 0; i < range.commits.size() && i < header_commits; ++i)
+    out += "  - `" + to_hex(range.commits[i].id).substr(0, 12) + "` " +
+           md_text(range.commits[i].subject) + "\n";
+  if (range.commits.size() > header_commits)
+    out += "  - … and " + std::to_string(range.commits.size() - header_commits) + " more\n";
+  return out;
+}
+
+std::string text_commits(const ResolvedRange& range, const std::string& indent) {
+  std::string out;
+  for (std::size_t i = 0; i < range.commits.size() && i < header_commits; ++i)
+    out += indent + to_hex(range.commits[i].id).substr(0, 12) + "  " +
+           quote(range.commits[i].subject) + "\n";
+  if (range.commits.size() > header_commits)
+    out += indent + "... and " + std::to_string(range.commits.size() - header_commits) + " more\n";
+  return out;
 }
 
 std::string verdict_line(const Report& report) {

@@ -35,6 +35,14 @@ json range_json(const ResolvedRange& r) {
   out["label"] = r.label;
   out["base"] = to_hex(r.base);
   out["head"] = to_hex(r.head);
+  json commits = json::array();
+  for (const RangeCommit& commit : r.commits) {
+    json entry = json::object();
+    entry["commit"] = to_hex(commit.id);
+    entry["subject"] = commit.subject;
+    commits.push_back(std::move(entry));
+  }
+  out["commits"] = std::move(commits);
   return out;
 }
 

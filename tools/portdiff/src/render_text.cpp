@@ -64,8 +64,10 @@ std::string render_text(const Report& report, const Options& options) {
   out << color.bold << (identical ? color.green : color.red) << verdict_line(report) << color.reset
       << "\n";
   if (!options.brief) {
-    out << "source  " << short_range(report.source) << "  (" << quote(report.source.label) << ")\n";
-    out << "target  " << short_range(report.target) << "  (" << quote(report.target.label) << ")\n";
+    out << "source  " << short_range(report.source) << "  (" << quote(report.source.label) << ")\n"
+        << text_commits(report.source, "        ");
+    out << "target  " << short_range(report.target) << "  (" << quote(report.target.label) << ")\n"
+        << text_commits(report.target, "        ");
     out << "diff    " << diff_settings_sentence(report) << "\n";
     out << plural(t.files, "file") << " (source " << t.source_files << ", target " << t.target_files
         << "): " << t.identical << " identical (" << t.identical_final_equal
@@ -86,7 +88,8 @@ std::string render_text(const Report& report, const Options& options) {
       if (!heading) {
         out << "\n" << color.bold << color.of(verdict) << verdict_name(verdict) << color.reset
             << "\n";
-        out << "  " << padded("file", width) << padded("source", 12) << padded("target", 12)
+        out << "  " << padded("file", width) << padded(side_name(report.source, "source"), 12)
+            << padded(side_name(report.target, "target"), 12)
             << "\n";
         heading = true;
       }

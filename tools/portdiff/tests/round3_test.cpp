@@ -480,5 +480,65 @@ TEST(Round3, P20DifferentRowsAreSizedAndRankedLargestFirst) {
   EXPECT_LT(big, small);
 }
 
+TEST(Round3, P21LabelsAndTheCommitsOfEachRange) {
+  TempRepo repo;
+  const Ports ports = make_ports(repo, {{"a.py", "a\n"}}, {{"a.py", "a\nb\n"}}, {},
+                                 {{"a.py", "a\nb\n"}});
+  // Two commits on the target side: its baseline move is outside the range, so
+  // add one more inside it.
+  repo.git("checkout -q target");
+  repo.apply({{"b.py", "b\n"}});
+  const std::string extra = repo.commit("target: one more [with `ticks`]");
+  const std::string target = ports.target.substr(0, 40) + ".." + extra;
+  const json report = report_json(repo, {ports.source, target});
+  // Default labels: the branches at the heads.
+  EXPECT_EQ(report["source"]["label"], "source");
+  EXPECT_EQ(report["target"]["label"], "target");
+  // The commits, oldest first, as git log lists them.
+  for (const auto& [side, range] : {std::pair{"source", ports.source}, std::pair{"target", target}}) {
+    std::string expected;
+    for (const json& commit : report[side]["commits"])
+      expected += commit["commit"].get<std::string>() + " " + commit["subject"].get<std::string>() + "\n";
+    EXPECT_EQ(expected, repo.git("log --reverse --format='%H %s' " + range)) << side;
+  }
+  const CommandResult md = run_portdiff(
+      {"--repo", repo.dir(), ports.source, target, "--label", "v2.7.1", "v2.9.0"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_TRUE(contains(md.out, "# Backport comparison: `v2.7.1` vs `v2.9.0`")) << md.out;
+  EXPECT_TRUE(contains(md.out, "| file | v2.7.1 +/- | v2.9.0 +/- | final files | notes |")) << md.out;
+  EXPECT_TRUE(contains(md.out, "- target `v2.9.0` (`" + target + "`): `" +
+                                   target.substr(0, 40) + ".." + extra + "` — 2 commits\n"))
+      << md.out;
+  EXPECT_TRUE(contains(md.out, "  - `" + extra.substr(0, 12) +
+                                   "` target: one more \\[with \\`ticks\\`\\]\n"))
+      << md.out;
+  const CommandResult text = run_portdiff({"--repo", repo.dir(), ports.source, target,
+                                           "--label", "v2.7.1", "v2.9.0", "--format", "text"});
+  EXPECT_TRUE(contains(text.out, "(v2.9.0)\n        " + ports.target.substr(42, 12) + "  change (port)\n"))
+      << text.out;
+  const CommandResult matrix = run_portdiff(
+      {"--repo", repo.dir(), ports.source, target, target, "--label", "a", "b"});
+  EXPECT_EQ(matrix.exit_code, 2);
+  EXPECT_TRUE(contains(matrix.err, "--label names a source and one target")) << matrix.err;
+}
+
+TEST(Round3, P22MatrixMarkdownHasTestFunctionRows) {
+  TempRepo repo;
+  const std::string test = "def test_a():\n    pass\n";
+  const Ports ports = make_ports(repo, {{"tests/test_x.py", test}},
+                                 {{"tests/test_x.py", test + "\n\ndef test_b():\n    pass\n"}}, {},
+                                 {{"tests/test_x.py", test + "\n\ndef test_c():\n    pass\n"}});
+  const CommandResult md =
+      run_portdiff({"--repo", repo.dir(), ports.source, ports.target, ports.source});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  // The matrix shows what each pair report shows, under one heading per pair.
+  const CommandResult pair = run_portdiff({"--repo", repo.dir(), ports.source, ports.target});
+  const std::string table = "| `test_b` | added | absent | — |\n| `test_c` | absent | added | — |\n";
+  EXPECT_TRUE(contains(pair.out, table)) << pair.out;
+  EXPECT_TRUE(contains(md.out, "### `tests/test_x.py` × `target`\n")) << md.out;
+  EXPECT_TRUE(contains(md.out, table)) << md.out;
+  EXPECT_TRUE(contains(md.out, "### `tests/test_x.py` × `source`\n")) << md.out;
+}
+
 }  // namespace
 }  // namespace portdiff_test
