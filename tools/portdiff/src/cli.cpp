@@ -97,7 +97,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
   app.add_option("--label", options.labels,
                  "Names for the two sides in the report (default: their branches when known, "
                  "else the ranges as given)")
-      ->type_name("SOURCE_NAME TARGET_NAME")
+      ->type_name("NAME")
       ->expected(2);
   app.add_option("SOURCE", options.source,
                  "Source range: BASE..HEAD, BASE...HEAD (from the merge base) or a commit C "

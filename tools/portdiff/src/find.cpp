@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <unordered_map>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -182,11 +185,66 @@ bool same_changed_lines(git_repository* repo, const SidePatch& a, const SidePatc
   return !rows.empty();
 }
 
-/// Whether `branch` has `commit` in its history (or at its tip).
-bool branch_contains(git_repository* repo, const git_oid& tip, const git_oid& commit) {
-  if (git_oid_equal(&tip, &commit)) return true;
-  return check(git_graph_descendant_of(repo, &tip, &commit), "walking the history") == 1;
-}
+struct OidHash final {
+  std::size_t operator()(const git_oid& id) const {
+    std::size_t h;
+    std::memcpy(&h, id.id, sizeof h);  // an object id is already uniformly spread
+    return h;
+  }
+};
+struct OidEqual final {
+  bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b) != 0; }
+};
+
+/*
+ * Which matched branches reach each walked commit, as one bit per branch. The walk
+ * is topological (children first), so a commit's bits are complete when it comes
+ * up and flow on to its parents: one pass answers "which branches contain this
+ * port", where a merge-base query per port and branch would re-walk the history.
+ */
+class Reach final {
+ public:
+  Reach(const std::vector<git_oid>& walked, const std::vector<Branch>& branches)
+      : words_((branches.size() + 63) / 64), bits_(walked.size() * words_, 0) {
+    index_.reserve(walked.size());
+    for (std::size_t i = 0; i < walked.size(); ++i) index_.emplace(walked[i], i);
+    for (std::size_t b = 0; b < branches.size(); ++b) {
+      auto found = index_.find(branches[b].tip);
+      if (found != index_.end()) set(found->second, b);
+    }
+  }
+  /// Passes commit `i`'s branches to its parents; `commit` is walked commit `i`.
+  /// A parent outside the walk is COMMIT's history: reaching COMMIT itself is noted.
+  void flow(std::size_t i, git_commit* commit, const git_oid& target) {
+    for (unsigned p = 0; p < git_commit_parentcount(commit); ++p) {
+      const git_oid* parent = git_commit_parent_id(commit, p);
+      if (git_oid_equal(parent, &target)) merge_into(target_bits_, i);
+      auto found = index_.find(*parent);
+      if (found == index_.end()) continue;
+      for (std::size_t w = 0; w < words_; ++w) bits_[found->second * words_ + w] |= bits_[i * words_ + w];
+    }
+  }
+  bool reaches(std::size_t commit, std::size_t branch) const {
+    return (bits_[commit * words_ + branch / 64] >> (branch % 64)) & 1U;
+  }
+  /// Whether the branch reaches the commit the walk hid (COMMIT) through walked commits.
+  bool reaches_target(std::size_t branch) const {
+    return !target_bits_.empty() && ((target_bits_[branch / 64] >> (branch % 64)) & 1U);
+  }
+
+ private:
+  void set(std::size_t commit, std::size_t branch) {
+    bits_[commit * words_ + branch / 64] |= std::uint64_t{1} << (branch % 64);
+  }
+  void merge_into(std::vector<std::uint64_t>& into, std::size_t commit) const {
+    into.resize(words_, 0);
+    for (std::size_t w = 0; w < words_; ++w) into[w] |= bits_[commit * words_ + w];
+  }
+  std::size_t words_;
+  std::vector<std::uint64_t> bits_;
+  std::vector<std::uint64_t> target_bits_;
+  std::unordered_map<git_oid, std::size_t, OidHash, OidEqual> index_;
+};
 
 }  // namespace
 
@@ -266,11 +324,13 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   while ((status = git_revwalk_next(&id, walk.get())) == 0) candidates.push_back(id);
   if (status != GIT_ITEROVER) check(status, "walking the branches");
 
-  std::vector<Port> ports;  // newest first, as walked
+  std::vector<std::pair<Port, std::size_t>> ports;  // and where walked; newest first
+  Reach reach(candidates, branches);
   Progress progress(candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     progress.tick(i + 1);
     CommitPtr candidate = lookup_commit(repo, candidates[i]);
+    reach.flow(i, candidate.get(), found.commit);
     if (git_commit_parentcount(candidate.get()) != 1) continue;
     Port port;
     port.commit = candidates[i];
@@ -293,20 +353,21 @@ FindResult find_ports(git_repository* repo, const Options& options) {
             same_changed_lines(repo, lines, report_patch(repo, candidate.get(), options));
       }
     }
-    if (port.evidence() || port.by_subject) ports.push_back(port);
+    if (port.evidence() || port.by_subject) ports.emplace_back(port, i);
   }
 
-  for (const Branch& branch : branches) {
+  for (std::size_t b = 0; b < branches.size(); ++b) {
     BranchPorts& entry = found.branches.emplace_back();
-    entry.branch = branch.name;
-    entry.contains_commit = branch_contains(repo, branch.tip, found.commit);
+    entry.branch = branches[b].name;
+    entry.contains_commit =
+        git_oid_equal(&branches[b].tip, &found.commit) != 0 || reach.reaches_target(b);
   }
   // Each port goes to the first branch (version order) that contains it; the
   // later ones inherited it.
-  for (const Port& port : ports) {
+  for (const auto& [port, walked] : ports) {
     const std::string* home = nullptr;
     for (std::size_t b = 0; b < branches.size(); ++b) {
-      if (!branch_contains(repo, branches[b].tip, port.commit)) continue;
+      if (!reach.reaches(walked, b)) continue;
       if (home == nullptr) {
         home = &found.branches[b].branch;
         found.branches[b].ports.push_back(port);
