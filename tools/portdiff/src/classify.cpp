@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace portdiff {
@@ -172,15 +173,19 @@ std::vector<FileVerdict> classify(const SidePatch& source, const SidePatch& targ
   // One hash lookup per target file keeps this linear in the size of the union.
   std::unordered_map<std::string, const FileChange*> source_by_path;
   source_by_path.reserve(source.size());
+  // A source file at the target's very path wins over one mapped onto it.
+  for (const FileChange& change : source)
+    if (map_path(change.path, maps, true) == change.path) source_by_path.emplace(change.path, &change);
   for (const FileChange& change : source) source_by_path.emplace(map_path(change.path, maps, true), &change);
+  std::unordered_set<const FileChange*> paired;
 
   std::vector<FileVerdict> verdicts;
   verdicts.reserve(source.size() + target.size());
   for (const FileChange& t : target) {
     auto found = source_by_path.find(t.path);
-    if (found == source_by_path.end()) {
+    if (found == source_by_path.end() || paired.count(found->second) != 0) {
       FileVerdict row;
-      row.path = row.source_path = t.path;
+      row.path = t.path;
       row.other_path = map_path(t.path, maps, false);
       row.target = &t;
       row.verdict = Verdict::only_target;
@@ -188,15 +193,16 @@ std::vector<FileVerdict> classify(const SidePatch& source, const SidePatch& targ
       continue;
     }
     const FileChange& s = *found->second;
-    source_by_path.erase(found);
+    paired.insert(&s);
     verdicts.push_back(paired_row(s, t, s.path == t.path ? Pairing::path : Pairing::mapped));
   }
+  // Every source change not paired is a row of its own, even one whose mapped
+  // path collided with another's.
   for (const FileChange& s : source) {
-    const std::string mapped = map_path(s.path, maps, true);
-    if (source_by_path.count(mapped) == 0) continue;  // already paired with a target change
+    if (paired.count(&s) != 0) continue;
     FileVerdict row;
     row.path = row.source_path = s.path;
-    row.other_path = mapped;
+    row.other_path = map_path(s.path, maps, true);
     row.verdict = Verdict::only_source;
     row.source = &s;
     verdicts.push_back(std::move(row));

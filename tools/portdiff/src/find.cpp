@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <unordered_map>
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
 
 #include "classify.h"
 #include "collect.h"

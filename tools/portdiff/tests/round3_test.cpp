@@ -383,6 +383,12 @@ TEST(Round3, P17MapPathPairsEveryFileUnderTheDirectory) {
   }
   EXPECT_EQ(row_of(report, "pkg/core/a.py")["class"], "identical");
   EXPECT_EQ(row_of(report, "pkg/core/c.py")["class"], "different");
+  // A map onto a path the source also touches loses neither source file.
+  const json both = report_json(repo, {ports.source, ports.target, "--map-path",
+                                       "pkg/_core/b.py=pkg/_core/a.py"});
+  EXPECT_EQ(both["totals"]["files"], 4);
+  EXPECT_EQ(row_of(both, "pkg/core/a.py")["source_path"], "pkg/_core/a.py");
+  EXPECT_EQ(row_of(both, "pkg/core/b.py")["source_path"], "pkg/_core/b.py");
   const CommandResult bad =
       run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--map-path", "pkg"});
   EXPECT_EQ(bad.exit_code, 2);
