@@ -1,5 +1,6 @@
 #include "ancestry.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <vector>
@@ -71,6 +72,61 @@ Descent descends_from(git_repository* repo, const git_oid& head, const git_oid& 
     }
   }
   return cut ? Descent::unknown : Descent::no;
+}
+
+namespace {
+
+/// Every commit reachable from `tip` that this clone has, stopping at the boundary.
+OidSet ancestry_within(git_repository* repo, const git_oid& tip, const OidSet& roots) {
+  OidSet seen;
+  std::vector<git_oid> todo{tip};
+  while (!todo.empty()) {
+    const git_oid id = todo.back();
+    todo.pop_back();
+    git_commit* raw = nullptr;
+    if (seen.count(id) != 0 || git_commit_lookup(&raw, repo, &id) != 0) continue;
+    CommitPtr commit(raw);
+    seen.insert(id);
+    if (roots.count(id) != 0) continue;
+    for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i)
+      todo.push_back(*git_commit_parent_id(commit.get(), i));
+  }
+  return seen;
+}
+
+}  // namespace
+
+std::vector<git_oid> commits_between(git_repository* repo, const git_oid& base,
+                                     const git_oid& head) {
+  std::vector<git_oid> commits;
+  const OidSet roots = shallow_roots(repo);
+  if (roots.empty()) {
+    git_revwalk* raw = nullptr;
+    check(git_revwalk_new(&raw, repo), "listing commits");
+    RevwalkPtr walk(raw);
+    check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE), "listing commits");
+    check(git_revwalk_push(walk.get(), &head), "listing commits");
+    check(git_revwalk_hide(walk.get(), &base), "listing commits");
+    git_oid id;
+    int status;
+    while ((status = git_revwalk_next(&id, walk.get())) == 0) commits.push_back(id);
+    if (status != GIT_ITEROVER) check(status, "listing commits");
+    return commits;
+  }
+  // Shallow clones are short: two plain walks and a difference, by commit time.
+  const OidSet hidden = ancestry_within(repo, base, roots);
+  std::vector<std::pair<git_time_t, git_oid>> dated;
+  for (const git_oid& id : ancestry_within(repo, head, roots)) {
+    if (hidden.count(id) != 0) continue;
+    git_commit* raw = nullptr;
+    check(git_commit_lookup(&raw, repo, &id), "listing commits");
+    CommitPtr commit(raw);
+    dated.emplace_back(git_commit_time(commit.get()), id);
+  }
+  std::stable_sort(dated.begin(), dated.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [time, id] : dated) commits.push_back(id);
+  return commits;
 }
 
 std::string shallow_hint(git_repository* repo) {

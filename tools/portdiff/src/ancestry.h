@@ -3,6 +3,7 @@
 #include <git2.h>
 
 #include <string>
+#include <vector>
 
 namespace portdiff {
 
@@ -17,6 +18,11 @@ enum class Descent { yes, no, unknown };
 
 /// Whether `head` descends from `base` (a commit is not its own descendant).
 Descent descends_from(git_repository* repo, const git_oid& head, const git_oid& base);
+
+/// The commits reachable from `head` and not from `base`, oldest first (as `git log
+/// --reverse base..head`); in a shallow clone the walks stop at the boundary.
+std::vector<git_oid> commits_between(git_repository* repo, const git_oid& base,
+                                     const git_oid& head);
 
 /// True when `id` is a commit this repository has (false past a shallow boundary).
 bool has_commit(git_repository* repo, const git_oid& id);

@@ -20,8 +20,24 @@ bool asks_for_help(int argc, char** argv) {
   return false;
 }
 
+/// `OLD=NEW` into a PathMap; a trailing '/' on either side is dropped.
+PathMap parse_path_map(const std::string& text) {
+  const std::size_t equals = text.find('=');
+  PathMap map;
+  if (equals != std::string::npos) {
+    map.source = text.substr(0, equals);
+    map.target = text.substr(equals + 1);
+  }
+  for (std::string* side : {&map.source, &map.target})
+    while (side->size() > 1 && side->back() == '/') side->pop_back();
+  if (map.source.empty() || map.target.empty())
+    throw Error("usage: --map-path '" + text + "': expected OLD=NEW, two paths (see --help)");
+  return map;
+}
+
 void add_report_options(CLI::App& app, Options& options, std::string& format,
-                        std::string& color, std::vector<std::string>& test_globs) {
+                        std::string& color, std::vector<std::string>& test_globs,
+                        std::vector<std::string>& path_maps) {
   app.add_option("--repo", options.repo, "Repository (or a directory inside it)")
       ->type_name("DIR")
       ->capture_default_str();
@@ -38,6 +54,12 @@ void add_report_options(CLI::App& app, Options& options, std::string& format,
                  "the whole path")
       ->type_name("GLOB")
       ->expected(1)  // one glob per --tests, so globs never swallow the ranges
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--map-path", path_maps,
+                 "Compare source paths at or under OLD with target paths at or under NEW "
+                 "(a directory moved between the branches); repeatable")
+      ->type_name("OLD=NEW")
+      ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--find-renames", options.find_renames,
                "Pair deleted and added files as renames (default: a rename is a delete "
@@ -63,7 +85,7 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
       {"auto", Color::automatic}, {"always", Color::always}, {"never", Color::never}};
   std::string format = "md";
   std::string color = "auto";
-  std::vector<std::string> test_globs;
+  std::vector<std::string> test_globs, path_maps;
 
   CLI::App app(
       "portdiff: compare one change ported to other branches, file by file, byte-exact.\n"
@@ -71,7 +93,12 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
       "side are compared exactly: identical / different / only-source / only-target.\n"
       "With several TARGETs: one matrix of files x targets.",
       "portdiff");
-  add_report_options(app, options, format, color, test_globs);
+  add_report_options(app, options, format, color, test_globs, path_maps);
+  app.add_option("--label", options.labels,
+                 "Names for the two sides in the report (default: their branches when known, "
+                 "else the ranges as given)")
+      ->type_name("NAME")
+      ->expected(2);
   app.add_option("SOURCE", options.source,
                  "Source range: BASE..HEAD, BASE...HEAD (from the merge base) or a commit C "
                  "(meaning C^..C)")
@@ -81,20 +108,22 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
       ->type_name("RANGE");
 
   CLI::App* find = app.add_subcommand(
-      "find", "Find the ports of COMMIT on branches: commits whose message says\n"
-              "\"(cherry picked from commit <COMMIT>)\" or whose stable patch-id equals\n"
-              "COMMIT's. With --report, compare them all (a matrix).");
+      "find", "Find the ports of COMMIT (a merge: against its first parent) on branches:\n"
+              "commits whose message says \"(cherry picked from commit <COMMIT>)\", whose\n"
+              "stable patch-id equals COMMIT's, whose changed lines are identical by the\n"
+              "report's rule, or (a hint) with COMMIT's subject. With --report, compare them.");
   find->add_option("COMMIT", options.find_commit, "The original commit")
       ->type_name("COMMIT")
       ->required();
   find->add_option("--branches", options.branch_globs,
-                   "Branch glob(s) to search (refs/heads/, e.g. 'release/*'); repeatable")
+                   "Branch glob(s) to search, local or remote-tracking (e.g. 'release/*', "
+                   "'origin/release-*'); repeatable")
       ->type_name("GLOB")
       ->required();
   find->add_flag("--report", options.find_report, "Compare COMMIT with every port found");
   std::string find_format = "md", find_color = "auto";
-  std::vector<std::string> find_globs;
-  add_report_options(*find, options, find_format, find_color, find_globs);
+  std::vector<std::string> find_globs, find_maps;
+  add_report_options(*find, options, find_format, find_color, find_globs, find_maps);
 
   app.footer(
       "Exit status: 0 report written; 1 with --check when some file is not identical;\n"
@@ -120,13 +149,18 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
     format = find_format;
     color = find_color;
     if (!find_globs.empty()) test_globs = find_globs;
+    if (!find_maps.empty()) path_maps = find_maps;
   } else {
     if (options.source.empty()) throw Error("usage: SOURCE is required (see --help)");
     if (options.targets.empty()) throw Error("usage: TARGET is required (see --help)");
+    if (!options.labels.empty() && options.targets.size() != 1)
+      throw Error("usage: --label names a source and one target; a matrix names its targets "
+                  "by their branches (see --help)");
   }
   options.format = formats.at(format);
   options.color = colors.at(color);
   if (!test_globs.empty()) options.test_globs = test_globs;
+  for (const std::string& map : path_maps) options.path_maps.push_back(parse_path_map(map));
   return options;
 }
 

@@ -5,6 +5,8 @@
 #include "collect.h"
 #include "final_files.h"
 #include "git_handle.h"
+#include "interdiff.h"
+#include "other_head.h"
 #include "realign.h"
 #include "side_diff.h"
 
@@ -49,8 +51,16 @@ std::vector<Report> build_reports(const Options& options) {
   for (std::size_t i = 0; i < options.targets.size(); ++i) {
     const std::string side = options.targets.size() == 1 ? "target" : "target " + std::to_string(i + 1);
     ranges.push_back(resolve_range(repo.get(), options.targets[i], side));
-    if (i < options.target_labels.size()) ranges.back().label = options.target_labels[i];
+    if (i < options.target_labels.size()) {
+      ranges.back().label = options.target_labels[i];
+      ranges.back().named = true;
+    }
   }
+  for (std::size_t i = 0; i < options.labels.size() && i < ranges.size(); ++i) {
+    ranges[i].label = options.labels[i];
+    ranges[i].named = true;
+  }
+  for (ResolvedRange& range : ranges) list_commits(repo.get(), range);
   const std::vector<SharedPatch> patches = patches_of(options, ranges);
 
   std::vector<Report> reports;
@@ -61,9 +71,11 @@ std::vector<Report> build_reports(const Options& options) {
     report.target = ranges[i];
     report.source_patch = patches[0];
     report.target_patch = patches[i];
-    report.files = classify(*report.source_patch, *report.target_patch);
+    report.files = classify(*report.source_patch, *report.target_patch, options.path_maps);
     realign(repo.get(), report.files);
+    size_differences(report.files);
     describe_final_files(repo.get(), report.files);
+    describe_other_heads(repo.get(), report.source, report.target, report.files);
     report.totals = count(report.files);
     report.tests = compare_test_functions(repo.get(), report.source, report.target, report.files,
                                           options);

@@ -21,13 +21,59 @@ std::string named(const std::string& written, const git_oid& id) {
   return "'" + written + "' (" + short_id(id) + ")";
 }
 
+/// The branch that names `head`: `written` itself when it is a branch (local or
+/// remote-tracking), else the only local branch whose tip is `head`; "" if none.
+std::string branch_name(git_repository* repo, const std::string& written, const git_oid& head) {
+  for (git_branch_t type : {GIT_BRANCH_LOCAL, GIT_BRANCH_REMOTE}) {
+    git_reference* raw = nullptr;
+    const int found = git_branch_lookup(&raw, repo, written.c_str(), type);
+    ReferencePtr ref(found == 0 ? raw : nullptr);
+    if (ref) return written;
+  }
+  git_branch_iterator* iterator_raw = nullptr;
+  check(git_branch_iterator_new(&iterator_raw, repo, GIT_BRANCH_LOCAL), "listing branches");
+  BranchIteratorPtr branches(iterator_raw);
+  std::string found;
+  std::size_t tips = 0;
+  git_reference* ref_raw = nullptr;
+  git_branch_t type;
+  while (git_branch_next(&ref_raw, &type, branches.get()) == 0) {
+    ReferencePtr ref(ref_raw);
+    const git_oid* target = git_reference_target(ref.get());
+    if (target == nullptr || !git_oid_equal(target, &head)) continue;
+    const char* name = nullptr;
+    check(git_branch_name(&name, ref.get()), "reading a branch name");
+    found = name;
+    ++tips;
+  }
+  return tips == 1 ? found : "";
+}
+
+/// Names the range after its branch when there is one (see ResolvedRange::label).
+void name_range(git_repository* repo, ResolvedRange& range, const std::string& head_written) {
+  const std::string branch = branch_name(repo, head_written, range.head);
+  if (branch.empty()) return;
+  range.label = branch;
+  range.named = true;
+}
+
 }  // namespace
+
+void list_commits(git_repository* repo, ResolvedRange& range) {
+  for (const git_oid& id : commits_between(repo, range.base, range.head)) {
+    git_commit* raw = nullptr;
+    check(git_commit_lookup(&raw, repo, &id), "looking up a commit of " + range.spec);
+    CommitPtr commit(raw);
+    const char* summary = git_commit_summary(commit.get());
+    range.commits.push_back({id, summary == nullptr ? "" : summary});
+  }
+}
 
 ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
                             const std::string& side) {
   const std::string where = side + " '" + spec + "'";
   const std::string hint = shallow_hint(repo);
-  ResolvedRange range{spec, spec, {}, {}};
+  ResolvedRange range{spec, spec, false, {}, {}, {}};
   std::string base_written, head_written;
 
   const std::size_t dots = spec.find("..");
@@ -74,7 +120,9 @@ ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
                 " is not in this repository" +
                 (hint.empty() ? "" : ": it lies past the shallow boundary" + hint));
   switch (descends_from(repo, range.head, range.base)) {
-    case Descent::yes: return range;
+    case Descent::yes:
+      name_range(repo, range, head_written);
+      return range;
     case Descent::unknown:
       throw Error("cannot tell whether head " + named(head_written, range.head) +
                   " descends from base " + named(base_written, range.base) + " in " + where +

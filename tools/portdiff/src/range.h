@@ -3,6 +3,7 @@
 #include <git2.h>
 
 #include <string>
+#include <vector>
 
 namespace portdiff {
 
@@ -18,14 +19,28 @@ namespace portdiff {
  * side, the spec and both commits. In a shallow clone, ranges inside the kept
  * history work and the others say "shallow" (ancestry.h).
  */
+/// One commit of a range, for the report header (P21).
+struct RangeCommit final {
+  git_oid id{};
+  std::string subject;
+};
+
 struct ResolvedRange final {
   std::string spec;   // as the user wrote it
-  std::string label;  // how reports name it: the spec, or a branch name (find --report)
-  git_oid base;
-  git_oid head;
+  // How reports name it: --label, else a branch — the head as written when it
+  // names one, or the one local branch whose tip is the head — else the spec.
+  std::string label;
+  bool named = false;  // the label is a name (a branch or --label), not the spec
+  git_oid base{};
+  git_oid head{};
+  std::vector<RangeCommit> commits;  // base..head, oldest first (list_commits)
 };
 
 ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
                             const std::string& side);
+
+/// Fills `range.commits`: the commits reachable from head and not from base, as
+/// `git log --reverse base..head` lists them.
+void list_commits(git_repository* repo, ResolvedRange& range);
 
 }  // namespace portdiff

@@ -30,6 +30,11 @@ void realign(git_repository* repo, std::vector<FileVerdict>& rows) {
     if (!text_edit(*row.source) || !text_edit(*row.target)) continue;
     const PatchLines source = region_of(repo, *row.source);
     if (source != region_of(repo, *row.target)) continue;
+    // Equal lines leave the mode as the only possible difference (classify's order).
+    if (mode_changes_differ(*row.source, *row.target)) {
+      row.difference = Difference::mode;
+      continue;
+    }
     row.verdict = Verdict::identical;
     row.difference = Difference::none;
     row.by_region = true;

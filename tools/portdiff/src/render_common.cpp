@@ -1,6 +1,10 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "excerpt.h"
+#include "git_handle.h"
+#include "markdown_text.h"
+#include "quote.h"
 #include "render.h"
 #include "side_diff.h"
 
@@ -44,6 +48,10 @@ const char* difference_description(Difference difference) {
     case Difference::lines: return "changed lines differ";
   }
   return "";
+}
+
+std::string plural(std::size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
 std::size_t display_width(const std::string& text) {
@@ -104,11 +112,47 @@ std::string header_notes(const FileChange& change, const NameStyle& name) {
   return "";
 }
 
-std::string row_notes(const FileVerdict& row, const NameStyle& name) {
+namespace {
+
+std::string header_pair(const FileVerdict& row, const NameStyle& name) {
   const std::string s = row.source ? header_notes(*row.source, name) : "";
   const std::string t = row.target ? header_notes(*row.target, name) : "";
   if (!row.source || !row.target || s == t) return s.empty() ? t : s;
-  return "source: " + (s.empty() ? "-" : s) + "; target: " + (t.empty() ? "-" : t);
+  // A side without a header note still says what its patch did ("modified").
+  return "source: " + (s.empty() ? kind_name(row.source->kind) : s) +
+         "; target: " + (t.empty() ? kind_name(row.target->kind) : t);
+}
+
+}  // namespace
+
+std::string pairing_note(const FileVerdict& row, const NameStyle& name) {
+  switch (row.pairing) {
+    case Pairing::path: return "";
+    case Pairing::mapped: return "source path " + name(row.source_path) + " (--map-path)";
+    case Pairing::content: return "paired by content with source " + name(row.source_path);
+  }
+  return "";
+}
+
+std::string other_head_note(const FileVerdict& row, const NameStyle& name) {
+  if (!row.other_head.checked) return "";
+  const bool source_only = row.verdict == Verdict::only_source;
+  const std::string head = source_only ? "target head" : "source head";
+  const std::string where = row.other_path == row.path ? "" : " as " + name(row.other_path);
+  if (!row.other_head.exists) return "absent at the " + head + where;
+  const FileChange& change = source_only ? *row.source : *row.target;
+  std::string note = "exists at the " + head + where;
+  if (!change.binary && change.lines.added.size() > 0)
+    note += ", holding " + std::to_string(row.other_head.held) + " of the " +
+            plural(change.lines.added.size(), "added line");
+  return note;
+}
+
+std::string row_notes(const FileVerdict& row, const NameStyle& name) {
+  std::string out;
+  for (const std::string& note : {pairing_note(row, name), header_pair(row, name), other_head_note(row, name)})
+    if (!note.empty()) out += (out.empty() ? "" : "; ") + note;
+  return out;
 }
 
 std::string first_difference(const FileVerdict& row, const ExcerptStyle& excerpt) {
@@ -140,14 +184,82 @@ std::string row_remarks(const FileVerdict& row, const ExcerptStyle& words,
   return out;
 }
 
+std::vector<const FileVerdict*> rows_of(const Report& report, Verdict verdict) {
+  std::vector<const FileVerdict*> rows;
+  for (const FileVerdict& row : report.files)
+    if (row.verdict == verdict) rows.push_back(&row);
+  if (verdict != Verdict::different) return rows;
+  // Largest first: where a reviewer has most to read. Unsized (binary) rows last.
+  const auto weight = [](const FileVerdict* row) {
+    return row->size.known ? row->size.source_only + row->size.target_only + 1 : 0;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const FileVerdict* a, const FileVerdict* b) {
+    return weight(a) > weight(b);
+  });
+  return rows;
+}
+
+std::string size_text(const FileVerdict& row) {
+  if (!row.size.known) return "";
+  return std::to_string(row.size.common) + " common, " + std::to_string(row.size.source_only) +
+         " source-only, " + std::to_string(row.size.target_only) + " target-only";
+}
+
+std::string side_name(const ResolvedRange& range, const char* side) {
+  return range.named ? range.label : side;
+}
+
+std::string markdown_range(const ResolvedRange& range, const char* side) {
+  std::string out = std::string("- ") + side + " " + code(range.label);
+  if (range.named && range.label != range.spec) out += " (" + code(range.spec) + ")";
+  out += ": `" + to_hex(range.base) + ".." + to_hex(range.head) + "` — " +
+         plural(range.commits.size(), "commit") + "\n";
+  for (std::size_t i = 0; i < range.commits.size() && i < header_commits; ++i)
+    out += "  - `" + to_hex(range.commits[i].id).substr(0, 12) + "` " +
+           md_text(range.commits[i].subject) + "\n";
+  if (range.commits.size() > header_commits)
+    out += "  - … and " + std::to_string(range.commits.size() - header_commits) + " more\n";
+  return out;
+}
+
+std::string text_commits(const ResolvedRange& range, const std::string& indent) {
+  std::string out;
+  for (std::size_t i = 0; i < range.commits.size() && i < header_commits; ++i)
+    out += indent + to_hex(range.commits[i].id).substr(0, 12) + "  " +
+           quote(range.commits[i].subject) + "\n";
+  if (range.commits.size() > header_commits)
+    out += indent + "... and " + std::to_string(range.commits.size() - header_commits) + " more\n";
+  return out;
+}
+
 std::string verdict_line(const Report& report) {
   const Totals& t = report.totals;
   const bool identical = t.identical == t.files;
   return std::string("Verdict: ") + (identical ? "identical" : "not identical") + " — " +
-         std::to_string(t.files) + " files: " + std::to_string(t.identical) +
+         plural(t.files, "file") + ": " + std::to_string(t.identical) +
          " identical (final files equal: " + std::to_string(t.identical_final_equal) + "), " +
          std::to_string(t.different) + " different, " + std::to_string(t.only_source) +
          " only-source, " + std::to_string(t.only_target) + " only-target";
+}
+
+std::string with_size_note(const std::string& markdown, bool brief) {
+  // GitHub, the largest host, cuts pull request descriptions at 65,536 characters.
+  constexpr std::size_t limit = 65536;
+  const std::size_t size = display_width(markdown);
+  if (size <= limit) return markdown;
+  std::string digits = std::to_string(size);
+  for (std::size_t at = digits.size(); at > 3; at -= 3) digits.insert(at - 3, ",");
+  const std::string note = "> **Note:** this report is " + digits +
+         " characters long, more than the 65,536 a pull request description holds on the "
+         "largest host" +
+         (brief ? "; attach it as a file instead."
+                : "; `--brief` keeps only the verdict and the rows that are not identical.") +
+      "\n\n";
+  // Under the verdict line, the first paragraph that ends in bold.
+  const std::size_t verdict_end = markdown.find(".**\n\n");
+  std::string out = markdown;
+  out.insert(verdict_end == std::string::npos ? 0 : verdict_end + 5, note);
+  return out;
 }
 
 std::string trim_line_ends(const std::string& text) {

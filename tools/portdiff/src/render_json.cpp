@@ -35,6 +35,14 @@ json range_json(const ResolvedRange& r) {
   out["label"] = r.label;
   out["base"] = to_hex(r.base);
   out["head"] = to_hex(r.head);
+  json commits = json::array();
+  for (const RangeCommit& commit : r.commits) {
+    json entry = json::object();
+    entry["commit"] = to_hex(commit.id);
+    entry["subject"] = commit.subject;
+    commits.push_back(std::move(entry));
+  }
+  out["commits"] = std::move(commits);
   return out;
 }
 
@@ -66,6 +74,28 @@ json report_json(const Report& report, const Options& options) {
     std::string final_note = row.final_note;
     for (const std::string& line : row.final_excerpts) final_note += " " + line;
     file["final_note"] = final_note.empty() ? json(nullptr) : json(final_note);
+    if (row.size.known) {
+      json size = json::object();
+      size["common"] = row.size.common;
+      size["source_only"] = row.size.source_only;
+      size["target_only"] = row.size.target_only;
+      file["size"] = std::move(size);
+    } else {
+      file["size"] = nullptr;
+    }
+    file["pairing"] = row.pairing == Pairing::path     ? "path"
+                      : row.pairing == Pairing::mapped ? "mapped"
+                                                       : "content";
+    file["source_path"] = row.source ? json(row.source_path) : json(nullptr);
+    if (row.other_head.checked) {
+      json other = json::object();
+      other["path"] = row.other_path;
+      other["exists"] = row.other_head.exists;
+      other["holds_added"] = row.other_head.held;
+      file["other_head"] = std::move(other);
+    } else {
+      file["other_head"] = nullptr;
+    }
     file["source"] = side_json(row.source);
     file["target"] = side_json(row.target);
     files.push_back(std::move(file));
@@ -88,6 +118,8 @@ json report_json(const Report& report, const Options& options) {
     }
     json entry = json::object();
     entry["path"] = file.path;
+    entry["source_present"] = file.source_present;
+    entry["target_present"] = file.target_present;
     entry["source_count"] = file.source_count;
     entry["target_count"] = file.target_count;
     entry["same_named"] = file.same_named;

@@ -25,17 +25,20 @@ std::string notes(const FileVerdict& row) {
   return header + "; " + remarks;
 }
 
-void table_head(std::ostringstream& out, Verdict verdict) {
+void table_head(std::ostringstream& out, const Report& report, Verdict verdict) {
+  const std::string s = md_text(side_name(report.source, "source")) + " +/-";
+  const std::string t = md_text(side_name(report.target, "target")) + " +/-";
   switch (verdict) {
     case Verdict::identical:
-      out << "| file | source +/- | target +/- | final files | notes |\n|---|---|---|---|---|\n";
+      out << "| file | " << s << " | " << t << " | final files | notes |\n|---|---|---|---|---|\n";
       break;
     case Verdict::different:
-      out << "| file | source +/- | target +/- | difference | final files | notes |\n"
-             "|---|---|---|---|---|---|\n";
+      out << "| file | " << s << " | " << t
+          << " | difference | size (lines) | final files | notes |\n"
+             "|---|---|---|---|---|---|---|\n";
       break;
-    case Verdict::only_source: out << "| file | source +/- | notes |\n|---|---|---|\n"; break;
-    case Verdict::only_target: out << "| file | target +/- | notes |\n|---|---|---|\n"; break;
+    case Verdict::only_source: out << "| file | " << s << " | notes |\n|---|---|---|\n"; break;
+    case Verdict::only_target: out << "| file | " << t << " | notes |\n|---|---|---|\n"; break;
   }
 }
 
@@ -47,7 +50,8 @@ void table_row(std::ostringstream& out, const FileVerdict& row) {
       break;
     case Verdict::different:
       out << counts(*row.source) << " | " << counts(*row.target) << " | "
-          << difference_description(row.difference) << " | " << final_files(row);
+          << difference_description(row.difference) << " | " << size_text(row) << " | "
+          << final_files(row);
       break;
     case Verdict::only_source: out << counts(*row.source); break;
     case Verdict::only_target: out << counts(*row.target); break;
@@ -70,16 +74,16 @@ void file_section(std::ostringstream& out, const Report& report, const char* hea
     out << "<details><summary>" << total << " identical files (" << noted
         << " with a note)</summary>\n\n";
   }
-  table_head(out, verdict);
-  for (const FileVerdict& row : report.files)
-    if (row.verdict == verdict) table_row(out, row);
+  table_head(out, report, verdict);
+  for (const FileVerdict* row : rows_of(report, verdict)) table_row(out, *row);
   out << (collapse ? "\n</details>\n\n" : "\n");
 }
 
 /// --brief: the rows that are not identical, in one table.
 void brief_table(std::ostringstream& out, const Report& report) {
   if (report.totals.identical == report.totals.files) return;
-  out << "| file | class | source +/- | target +/- | notes |\n|---|---|---|---|---|\n";
+  out << "| file | class | " << md_text(side_name(report.source, "source")) << " +/- | "
+      << md_text(side_name(report.target, "target")) << " +/- | notes |\n|---|---|---|---|---|\n";
   for (const FileVerdict& row : report.files) {
     if (row.verdict == Verdict::identical) continue;
     std::string what = row.verdict == Verdict::different
@@ -108,43 +112,57 @@ std::string name_list(const TestFileComparison& file, bool source_side) {
 void test_section(std::ostringstream& out, const Report& report) {
   out << "## 4. Test functions\n\n";
   if (report.tests.empty()) {
-    out << "No Python test file of the union exists at both heads.\n\n";
+    out << "No Python test file in the union.\n\n";
     return;
   }
-  out << "Test functions (module level and in classes, `async` and decorated included) at "
-         "each head, compared by qualified name; a body runs from its first decorator to "
-         "its last line. \"added\"/\"changed\" say what that side's patch did to the "
-         "function relative to its base.\n\n";
-  for (const TestFileComparison& file : report.tests) {
-    out << "### " << code(file.path) << "\n\n";
-    out << "- source: " << file.source_count << " test functions; target: "
-        << file.target_count << ".\n";
-    out << "- same-named: " << file.same_named << " — " << file.identical
-        << " byte-identical, " << file.differing << " differing.\n";
-    out << "- unique to source: " << file.only_source << name_list(file, true) << ".\n";
-    out << "- unique to target: " << file.only_target << name_list(file, false) << ".\n\n";
-
-    std::size_t unlisted = 0;
-    std::ostringstream rows;
-    for (const FunctionRow& f : file.functions) {
-      const bool both = f.source != PatchEffect::absent && f.target != PatchEffect::absent;
-      if (both && f.same_body && f.source == PatchEffect::untouched &&
-          f.target == PatchEffect::untouched) {
-        ++unlisted;
-        continue;
-      }
-      rows << "| " << code(f.name) << " | " << effect_name(f.source) << " | "
-           << effect_name(f.target) << " | "
-           << (both ? (f.same_body ? "identical" : "differ") : "—") << " |\n";
-    }
-    if (!rows.str().empty())
-      out << "| function | source | target | bodies |\n|---|---|---|---|\n" << rows.str() << "\n";
-    if (unlisted > 0)
-      out << unlisted << " identical function(s) that neither patch touched are not listed.\n\n";
-  }
+  out << test_functions_preamble;
+  for (const TestFileComparison& file : report.tests)
+    out << markdown_test_file(file, "### " + code(file.path));
 }
 
 }  // namespace
+
+const char* const test_functions_preamble =
+    "Test functions (module level and in classes, `async` and decorated included) at "
+    "each head, compared by qualified name; a body runs from its first decorator to "
+    "its last line. \"added\"/\"changed\" say what that side's patch did to the "
+    "function relative to its base. A file at one head only lists its functions as "
+    "unique to that side (source-only or target-only tests).\n\n";
+
+std::string markdown_test_file(const TestFileComparison& file, const std::string& heading) {
+  std::ostringstream out;
+  out << heading << "\n\n";
+  const auto count = [](bool present, std::size_t n, const char* head) {
+    return present ? plural(n, "test function")
+                   : std::string("file absent at the ") + head + " head";
+  };
+  out << "- source: " << count(file.source_present, file.source_count, "source")
+      << "; target: " << count(file.target_present, file.target_count, "target") << ".\n";
+  out << "- same-named: " << file.same_named << " — " << file.identical
+      << " byte-identical, " << file.differing << " differing.\n";
+  out << "- unique to source: " << file.only_source << name_list(file, true) << ".\n";
+  out << "- unique to target: " << file.only_target << name_list(file, false) << ".\n\n";
+
+  std::size_t unlisted = 0;
+  std::ostringstream rows;
+  for (const FunctionRow& f : file.functions) {
+    const bool both = f.source != PatchEffect::absent && f.target != PatchEffect::absent;
+    if (both && f.same_body && f.source == PatchEffect::untouched &&
+        f.target == PatchEffect::untouched) {
+      ++unlisted;
+      continue;
+    }
+    rows << "| " << code(f.name) << " | " << effect_name(f.source) << " | "
+         << effect_name(f.target) << " | "
+         << (both ? (f.same_body ? "identical" : "differ") : "—") << " |\n";
+  }
+  if (!rows.str().empty())
+    out << "| function | source | target | bodies |\n|---|---|---|---|\n" << rows.str() << "\n";
+  if (unlisted > 0)
+    out << plural(unlisted, "identical function") << " that neither patch touched "
+        << (unlisted == 1 ? "is" : "are") << " not listed.\n\n";
+  return out.str();
+}
 
 std::string render_markdown(const Report& report, const Options& options) {
   const Totals& t = report.totals;
@@ -157,7 +175,7 @@ std::string render_markdown(const Report& report, const Options& options) {
     brief_table(out, report);
     std::string text = out.str();
     while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
-    return text;
+    return with_size_note(text, true);
   }
 
   out << "## 1. Purpose\n\n"
@@ -183,14 +201,13 @@ std::string render_markdown(const Report& report, const Options& options) {
          "are equal, and when they are not, how they differ (`git diff -U0` of the source "
          "head's file against the target head's).\n\n";
   out << "Diff: " << diff_settings_sentence(report) << ".\n\n";
-  out << "Pinned ranges (the report does not move when the branches do):\n\n";
-  out << "- source " << code(report.source.label) << ": `" << to_hex(report.source.base) << ".."
-      << to_hex(report.source.head) << "`\n";
-  out << "- target " << code(report.target.label) << ": `" << to_hex(report.target.base) << ".."
-      << to_hex(report.target.head) << "`\n\n";
+  out << "Pinned ranges and their commits, oldest first (the report does not move when the "
+         "branches do):\n\n";
+  out << markdown_range(report.source, "source") << markdown_range(report.target, "target")
+      << "\n";
 
   out << "## 3. Totals\n\n";
-  out << "The union of both patches has " << t.files << " files; the source patch touches "
+  out << "The union of both patches has " << plural(t.files, "file") << "; the source patch touches "
       << t.source_files << ", the target patch " << t.target_files << ".\n\n";
   out << "| class | files |\n|---|---|\n";
   out << "| identical | " << t.identical << " (final files equal: " << t.identical_final_equal
@@ -207,7 +224,7 @@ std::string render_markdown(const Report& report, const Options& options) {
   test_section(out, report);
   std::string text = out.str();
   while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
-  return text;
+  return with_size_note(text, options.brief);
 }
 
 }  // namespace portdiff

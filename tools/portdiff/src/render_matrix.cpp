@@ -37,7 +37,7 @@ bool row_identical(const MatrixRow& row) {
 }
 
 std::string totals_text(const Totals& t) {
-  return std::to_string(t.files) + " files: " + std::to_string(t.identical) + " identical, " +
+  return plural(t.files, "file") + ": " + std::to_string(t.identical) + " identical, " +
          std::to_string(t.different) + " different, " + std::to_string(t.only_source) +
          " only-source, " + std::to_string(t.only_target) + " only-target";
 }
@@ -48,11 +48,11 @@ std::string pinned(const ResolvedRange& r) { return to_hex(r.base) + ".." + to_h
 
 std::string matrix_verdict_line(const Matrix& matrix) {
   std::string line = std::string("Verdict: ") + (all_identical(matrix) ? "identical" : "not identical") +
-                     " — " + std::to_string(pairs_of(matrix).size()) + " targets: ";
+                     " — " + plural(pairs_of(matrix).size(), "target") + ": ";
   bool first = true;
   for (const Report& pair : pairs_of(matrix)) {
     line += (first ? "" : "; ") + quote(pair.target.label) + " " +
-            (all_identical(pair) ? "identical (" + std::to_string(pair.totals.files) + " files)"
+            (all_identical(pair) ? "identical (" + plural(pair.totals.files, "file") + ")"
                                  : "not identical (" + totals_text(pair.totals) + ")");
     first = false;
   }
@@ -79,10 +79,10 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
            "**only-target**; — where neither patch touches the file. Counts are the port's, "
            "as `git diff -U0` shows them.\n\n";
     out << "Diff: " << diff_settings_sentence(any) << ".\n\n";
-    out << "Pinned ranges (the report does not move when the branches do):\n\n";
-    out << "- source " << code(any.source.label) << ": `" << pinned(any.source) << "`\n";
-    for (const Report& pair : pairs)
-      out << "- target " << code(pair.target.label) << ": `" << pinned(pair.target) << "`\n";
+    out << "Pinned ranges and their commits, oldest first (the report does not move when "
+           "the branches do):\n\n";
+    out << markdown_range(any.source, "source");
+    for (const Report& pair : pairs) out << markdown_range(pair.target, "target");
     out << "\n## 3. Totals\n\n| target | files | identical | different | only-source | only-target |\n"
            "|---|---|---|---|---|---|\n";
     for (const Report& pair : pairs) {
@@ -95,7 +95,7 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
   }
 
   std::ostringstream table;
-  table << "| file | source +/- |";
+  table << "| file | " << md_text(side_name(any.source, "source")) << " +/- |";
   for (const Report& pair : pairs) table << " " << code(pair.target.label) << " |";
   table << "\n|---|---|" << [&] {
     std::string dashes;
@@ -128,12 +128,19 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
   }
   if (!notes.str().empty())
     out << (options.brief ? "" : "### 3.2 Differences\n\n") << notes.str() << "\n";
-  if (!options.brief)
-    out << "## 4. Test functions\n\nCompared per pair: run `portdiff SOURCE TARGET` for one "
-           "target to see its test-function table.\n";
+  if (!options.brief) {
+    out << "## 4. Test functions\n\n";
+    bool any_tests = false;
+    for (const Report& pair : pairs) any_tests = any_tests || !pair.tests.empty();
+    if (!any_tests) out << "No Python test file in the union of any pair.\n";
+    if (any_tests) out << test_functions_preamble;
+    for (const Report& pair : pairs)
+      for (const TestFileComparison& file : pair.tests)
+        out << markdown_test_file(file, "### " + code(file.path) + " × " + code(pair.target.label));
+  }
   std::string text = out.str();
   while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();
-  return text;
+  return with_size_note(text, options.brief);
 }
 
 std::string render_matrix_text(const Matrix& matrix, const Options& options) {
@@ -148,9 +155,11 @@ std::string render_matrix_text(const Matrix& matrix, const Options& options) {
       << "\n";
   if (!options.brief) {
     const Report& any = pairs.front();
-    out << "source  " << pinned(any.source) << "  (" << quote(any.source.label) << ")\n";
+    out << "source  " << pinned(any.source) << "  (" << quote(any.source.label) << ")\n"
+        << text_commits(any.source, "        ");
     for (const Report& pair : pairs)
-      out << "target  " << pinned(pair.target) << "  (" << quote(pair.target.label) << ")\n";
+      out << "target  " << pinned(pair.target) << "  (" << quote(pair.target.label) << ")\n"
+          << text_commits(pair.target, "        ");
   }
   std::size_t width = 4, cell_width = 8;
   for (const MatrixRow& row : matrix.rows) {

@@ -43,7 +43,10 @@ std::string remarks_of(const FileVerdict& row) {
   const auto add = [&](const std::string& text) {
     if (!text.empty()) remark += (remark.empty() ? "" : "; ") + text;
   };
-  if (row.verdict == Verdict::different) add(difference_description(row.difference));
+  if (row.verdict == Verdict::different) {
+    add(difference_description(row.difference));
+    add(size_text(row));
+  }
   if (row.source && row.target) add(row.final_equal ? "final files equal" : "final files differ");
   add(row_notes(row, name_style));
   const auto plain = [](const std::string& text) { return text; };
@@ -61,10 +64,12 @@ std::string render_text(const Report& report, const Options& options) {
   out << color.bold << (identical ? color.green : color.red) << verdict_line(report) << color.reset
       << "\n";
   if (!options.brief) {
-    out << "source  " << short_range(report.source) << "  (" << quote(report.source.label) << ")\n";
-    out << "target  " << short_range(report.target) << "  (" << quote(report.target.label) << ")\n";
+    out << "source  " << short_range(report.source) << "  (" << quote(report.source.label) << ")\n"
+        << text_commits(report.source, "        ");
+    out << "target  " << short_range(report.target) << "  (" << quote(report.target.label) << ")\n"
+        << text_commits(report.target, "        ");
     out << "diff    " << diff_settings_sentence(report) << "\n";
-    out << t.files << " files (source " << t.source_files << ", target " << t.target_files
+    out << plural(t.files, "file") << " (source " << t.source_files << ", target " << t.target_files
         << "): " << t.identical << " identical (" << t.identical_final_equal
         << " with equal final files), " << t.different << " different, " << t.only_source
         << " only-source, " << t.only_target << " only-target\n";
@@ -78,12 +83,13 @@ std::string render_text(const Report& report, const Options& options) {
                           Verdict::only_target}) {
     if (options.brief && verdict == Verdict::identical) continue;
     bool heading = false;
-    for (const FileVerdict& row : report.files) {
-      if (row.verdict != verdict) continue;
+    for (const FileVerdict* ranked : rows_of(report, verdict)) {
+      const FileVerdict& row = *ranked;
       if (!heading) {
         out << "\n" << color.bold << color.of(verdict) << verdict_name(verdict) << color.reset
             << "\n";
-        out << "  " << padded("file", width) << padded("source", 12) << padded("target", 12)
+        out << "  " << padded("file", width) << padded(side_name(report.source, "source"), 12)
+            << padded(side_name(report.target, "target"), 12)
             << "\n";
         heading = true;
       }
@@ -96,8 +102,11 @@ std::string render_text(const Report& report, const Options& options) {
 
   if (!report.tests.empty()) out << "\ntest functions\n";
   for (const TestFileComparison& file : report.tests) {
-    out << "  " << quote(file.path) << ": source " << file.source_count << ", target "
-        << file.target_count << "; same-named " << file.same_named << " (" << file.identical
+    const auto count = [](bool present, std::size_t n) {
+      return present ? std::to_string(n) : std::string("absent");
+    };
+    out << "  " << quote(file.path) << ": source " << count(file.source_present, file.source_count)
+        << ", target " << count(file.target_present, file.target_count) << "; same-named " << file.same_named << " (" << file.identical
         << " identical, " << file.differing << " differing); only source " << file.only_source
         << ", only target " << file.only_target << "\n";
     for (const FunctionRow& f : file.functions) {

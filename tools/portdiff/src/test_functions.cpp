@@ -80,12 +80,15 @@ std::vector<TestFileComparison> compare_test_functions(
       source_trees = SideTrees{commit_tree(repo, source.base), commit_tree(repo, source.head)};
       target_trees = SideTrees{commit_tree(repo, target.base), commit_tree(repo, target.head)};
     }
-    const auto source_head = read_file(repo, source_trees->head.get(), row.path);
-    const auto target_head = read_file(repo, target_trees->head.get(), row.path);
-    if (!source_head || !target_head) continue;  // compared only when present on both sides
+    // Each side reads the file at its own path: the source's may be mapped or paired.
+    const std::string& source_path = row.source ? row.source_path : row.other_path;
+    const std::string& target_path = row.target ? row.path : row.other_path;
+    const auto source_head = read_file(repo, source_trees->head.get(), source_path);
+    const auto target_head = read_file(repo, target_trees->head.get(), target_path);
+    if (!source_head && !target_head) continue;  // deleted on both sides: nothing to compare
     // A side that renamed the file had it under its old path at base.
-    const std::string& source_old = row.source ? row.source->old_path : row.path;
-    const std::string& target_old = row.target ? row.target->old_path : row.path;
+    const std::string& source_old = row.source ? row.source->old_path : source_path;
+    const std::string& target_old = row.target ? row.target->old_path : target_path;
     const Scanned s_head = scan(source_head);
     const Scanned s_base = scan(read_file(repo, source_trees->base.get(), source_old));
     const Scanned t_head = scan(target_head);
@@ -93,6 +96,8 @@ std::vector<TestFileComparison> compare_test_functions(
 
     TestFileComparison file;
     file.path = row.path;
+    file.source_present = source_head.has_value();
+    file.target_present = target_head.has_value();
     file.source_count = s_head.order.size();
     file.target_count = t_head.order.size();
     const auto add_row = [&](const std::string& name) {

@@ -28,6 +28,8 @@ struct FunctionRow final {
  */
 struct TestFileComparison final {
   std::string path;
+  bool source_present = true;  // the file is at the source head (P18: one side may lack it)
+  bool target_present = true;
   std::size_t source_count = 0;
   std::size_t target_count = 0;
   std::size_t same_named = 0;
@@ -42,7 +44,8 @@ struct TestFileComparison final {
 bool is_test_file(const std::string& path, const std::vector<std::string>& globs);
 
 /// Stage 5 — scan test functions: for every file of the union that matches the
-/// test globs and exists at both heads, scans it at each head and each base.
+/// test globs and exists at either head, scans it at each head and each base; a
+/// file at one head only gives that side's functions as unique to it (P18).
 std::vector<TestFileComparison> compare_test_functions(
     git_repository* repo, const ResolvedRange& source, const ResolvedRange& target,
     const std::vector<FileVerdict>& verdicts, const Options& options);

@@ -102,7 +102,7 @@ TEST(Cli, MarkdownHasPinnedRangesAndOneTablePerClass) {
   const auto oracle = oracle_classify(repo, ports, false);
   EXPECT_EQ(oracle.at("same.txt").verdict, "identical");
   EXPECT_NE(md.find("| `same.txt` | +1/-0 | +1/-0 | equal |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `differs.txt` | +1/-0 | +1/-0 | changed lines differ | differ |"),
+  EXPECT_NE(md.find("| `differs.txt` | +1/-0 | +1/-0 | changed lines differ | 0 common, 1 source-only, 1 target-only | differ |"),
             std::string::npos)
       << md;
   for (const char* heading : {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.1 Identical (1)",

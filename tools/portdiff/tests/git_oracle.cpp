@@ -158,7 +158,12 @@ std::map<std::string, OracleRow> oracle_classify(const TempRepo& repo, const Por
       continue;
     }
     const OraclePatchFile& s = found->second;
-    bool same = s.kind == t.kind && s.old_mode == t.old_mode && s.new_mode == t.new_mode &&
+    // A mode is compared as a change (what the patch did), never as the baseline's.
+    const auto mode_change = [](const OraclePatchFile& f) {
+      return f.kind == "deleted" || f.old_mode == f.new_mode ? std::string()
+                                                              : f.old_mode + ">" + f.new_mode;
+    };
+    bool same = s.kind == t.kind && mode_change(s) == mode_change(t) &&
                 s.binary == t.binary && (s.kind != "renamed" || s.old_path == t.old_path);
     if (same && s.binary) same = s.old_id == t.old_id && s.new_id == t.new_id;
     if (same && !s.binary) same = s.added == t.added && s.deleted == t.deleted;

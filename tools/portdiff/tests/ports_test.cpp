@@ -121,8 +121,8 @@ TEST(Ports, MatrixCarriesEveryPairAndAgreesWithGit) {
   args.resize(args.size() - 2);
   const CommandResult md = run_portdiff(args);
   ASSERT_EQ(md.exit_code, 0) << md.err;
-  EXPECT_NE(md.out.find("| file | source +/- | `" + targets[0] + "` | `" + targets[1] + "` | `" +
-                        targets[2] + "` |"),
+  // Columns are named after the branches at the heads (the source's is main).
+  EXPECT_NE(md.out.find("| file | main +/- | `release-1` | `release-2` | `release-3` |"),
             std::string::npos)
       << md.out;
   EXPECT_NE(md.out.find("| `src/loader.py` | +3/-2 | identical +3/-2 | different (lines) +2/-1 | "
@@ -154,9 +154,10 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   ASSERT_EQ(found["branches"].size(), 3u);
   EXPECT_EQ(found["branches"][0]["branch"], "release-1");
   EXPECT_EQ(found["branches"][0]["ports"], json::parse("[{\"commit\": \"" + r.port1 +
-                                                       "\", \"found_by\": [\"patch-id\"]}]"));
+                                                       "\", \"found_by\": [\"patch-id\", \"changed-lines\", \"same-subject\"]}]"));
   EXPECT_EQ(found["branches"][1]["ports"],
-            json::parse("[{\"commit\": \"" + r.port2 + "\", \"found_by\": [\"cherry-pick-trailer\"]}]"));
+            json::parse("[{\"commit\": \"" + r.port2 +
+                        "\", \"found_by\": [\"cherry-pick-trailer\", \"same-subject\"]}]"));
   EXPECT_EQ(found["branches"][2]["ports"], json::array());
   EXPECT_FALSE(found.contains("report"));
 
@@ -175,7 +176,7 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   const CommandResult none = run_portdiff(
       {"--repo", repo.dir(), "find", r.fix, "--branches", "nosuch-*"});
   EXPECT_EQ(none.exit_code, 2);
-  EXPECT_NE(none.err.find("no local branch matches --branches 'nosuch-*'"), std::string::npos)
+  EXPECT_NE(none.err.find("no branch (local or remote-tracking) matches --branches 'nosuch-*'"), std::string::npos)
       << none.err;
   const CommandResult no_port = run_portdiff(
       {"--repo", repo.dir(), "find", r.fix, "--branches", "release-3", "--report"});

@@ -111,14 +111,23 @@ TEST(TestFunctions, ComparesByQualifiedName) {
   EXPECT_EQ(functions["TestApi.test_source_only"]["same_body"], nullptr);
 }
 
-TEST(TestFunctions, OnlyFilesPresentOnBothSidesAndMatchingTheGlobs) {
+TEST(TestFunctions, FilesMatchingTheGlobsAtEitherHead) {
   TempRepo repo;
   const Ports ports = make_ports(
       repo, {{"checks/api_check.py", kBase}},
       {{"checks/api_check.py", kSource}, {"tests/test_new.py", kSource}}, {},
       {{"checks/api_check.py", kTarget}});
-  // Defaults: api_check.py is no test file; test_new.py exists on the source side only.
-  EXPECT_TRUE(run_json(repo, ports)["test_files"].empty());
+  // Defaults: api_check.py is no test file; test_new.py exists on the source side
+  // only, so its functions are all source-only tests (P18).
+  const json defaults = run_json(repo, ports)["test_files"];
+  ASSERT_EQ(defaults.size(), 1u);
+  EXPECT_EQ(defaults[0]["path"], "tests/test_new.py");
+  EXPECT_EQ(defaults[0]["source_present"], true);
+  EXPECT_EQ(defaults[0]["target_present"], false);
+  EXPECT_GT(defaults[0]["source_count"], 0);
+  EXPECT_EQ(defaults[0]["target_count"], 0);
+  EXPECT_EQ(defaults[0]["only_source"].size(), defaults[0]["source_count"]);
+  EXPECT_EQ(defaults[0]["same_named"], 0);
   const json report = run_json(repo, ports, {"--tests", "checks/*_check.py", "--tests", "x.py"});
   ASSERT_EQ(report["test_files"].size(), 1u);
   EXPECT_EQ(report["test_files"][0]["path"], "checks/api_check.py");

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# portdiff find benchmark (P16): a generated history the size of ansible's — 47
+# release branches, 11,905 commits (bench/find_history.py) — searched for the ports
+# of one fix, against git's pipeline for the same question:
+#   git log -p <branches> --not C | git patch-id --stable
+# Each is timed RUNS times (default 5), interleaved, and the medians compared;
+# peak memory (max RSS, GNU time) of one run of each. Goal: find within 1.5x.
+#
+# Usage: bench/portdiff_find_bench.sh [PORTDIFF_BINARY]
+#   (default build/portdiff/portdiff; build it first, Release)
+# Environment: RUNS, KEEP=1 keeps the generated repository.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
+runs=${RUNS:-5}
+[[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
+
+repo=$(mktemp -d)
+[[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
+git -C "$repo" init -q -b main
+python3 "$root/bench/find_history.py" | git -C "$repo" fast-import --quiet
+cd "$repo"
+mapfile -t branches < <(git for-each-ref --format='%(refname)' 'refs/heads/release-*')
+
+find_cmd() { "$portdiff" find bench-fix --branches 'release-*' --format text; }
+git_cmd() { git log -p "${branches[@]}" --not bench-fix | git patch-id --stable; }
+
+echo "commits: $(git rev-list --all | wc -l), branches searched: ${#branches[@]}"
+echo "ports found: portdiff $(find_cmd | grep -c 'patch-id,'), git patch-id $(git_cmd | grep -c "^$(find_cmd | sed -n 2p | awk '{print $2}')")"
+
+# Seconds of wall time for one run of the function named $1, output discarded.
+seconds() {
+  local start end
+  start=$(date +%s.%N)
+  "$1" >/dev/null
+  end=$(date +%s.%N)
+  echo "$end - $start" | bc
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+find_times=() git_times=()
+for ((i = 0; i < runs; i++)); do
+  find_times+=("$(seconds find_cmd)")
+  git_times+=("$(seconds git_cmd)")
+done
+f=$(printf '%s\n' "${find_times[@]}" | median)
+g=$(printf '%s\n' "${git_times[@]}" | median)
+printf 'median of %d runs, wall seconds\n' "$runs"
+printf '  git log -p | git patch-id --stable  %.3f\n' "$g"
+printf '  portdiff find                       %.3f  (%.2fx)\n' "$f" "$(echo "$f / $g" | bc -l)"
+if [[ -x /usr/bin/time ]]; then
+  fm=$(/usr/bin/time -f %M "$portdiff" find bench-fix --branches 'release-*' --format text 2>&1 >/dev/null | tail -1)
+  gm=$( { /usr/bin/time -f %M git log -p "${branches[@]}" --not bench-fix >/dev/null; } 2>&1 | tail -1)
+  echo "peak memory (max RSS): portdiff find $((fm / 1024)) MiB; git log -p $((gm / 1024)) MiB"
+fi
+echo "git $(git --version | awk '{print $3}'), $(nproc) cores"
