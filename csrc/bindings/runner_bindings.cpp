@@ -161,14 +161,10 @@ void init_runner(py::module_& m) {
                                return self.num_entries();
                              })
       .def("clear", &GraphRunner::clear, py::call_guard<py::gil_scoped_release>())
-      .def("drop_dead_entries",
-           [](GraphRunner& self, std::uintptr_t dying) {
-             py::gil_scoped_release release;
-             self.drop_dead_entries(reinterpret_cast<const c10::TensorImpl*>(dying));
-           },
-           py::arg("dying") = 0,
-           "Drops the entries one of whose static inputs was freed, or is the tensor whose "
-           "`_cdata` is `dying` (being freed now): the watch callback's job.")
+      .def("drop_dead_entries", &GraphRunner::drop_dead_entries,
+           py::call_guard<py::gil_scoped_release>(),
+           "Drops the entries one of whose static inputs was freed or replaced: the watch "
+           "callback's job.")
       .def("reset_after_fork", &GraphRunner::reset_after_fork);
 
   m.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),

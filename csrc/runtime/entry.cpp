@@ -145,8 +145,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
       e->inputs_.push_back(v);  // the value is part of the key: a constant of the graph
     } else if (is_static[i]) {
       e->static_positions_.push_back(i);
-      e->static_refs_.emplace_back(v.toTensor().getIntrusivePtr());
-      e->static_data_ptrs_.push_back(v.toTensor().data_ptr());
+      e->static_refs_.push_back(v.toTensor().storage().getWeakStorageImpl());
+      e->static_data_ptrs_.push_back(v.toTensor().storage().data());
       e->inputs_.emplace_back();
       if (contains(known, i)) e->static_mutated_.push_back(i);
     } else {
@@ -372,12 +372,12 @@ std::optional<std::pair<std::size_t, std::size_t>> Entry::static_overlap(
   return std::nullopt;
 }
 
-std::optional<std::size_t> Entry::lost_static_input(const c10::TensorImpl* dying) const {
+std::optional<std::size_t> Entry::lost_static_input() const {
   for (std::size_t k = 0; k < static_refs_.size(); ++k) {
-    const auto& ref = static_refs_[k];
-    if (ref._unsafe_get_target() == dying) return static_positions_[k];
-    auto alive = ref.lock();
-    // Freed, or its memory replaced (`param.data = ...`, as Module.to and .half() do).
+    auto alive = static_refs_[k].lock();
+    // Freed, or its memory replaced (`untyped_storage().resize_()`). A tensor given another
+    // storage (`param.data = ...`, a swap) frees the old one unless a view keeps it alive, and
+    // then the old address stays valid for anyone passing it.
     if (!alive || alive->data() != static_data_ptrs_[k]) return static_positions_[k];
   }
   return std::nullopt;

@@ -151,10 +151,10 @@ class Entry final {
   Verified replay_verified(const Callable& fn, const std::vector<c10::IValue>& inputs,
                            const RunnerOptions& options);
 
-  /// The position of a static input the entry lost, or nullopt: one freed, being freed now
-  /// (`dying`), or whose memory was replaced (`param.data = ...`). Such an entry can never
-  /// serve a call again.
-  std::optional<std::size_t> lost_static_input(const c10::TensorImpl* dying = nullptr) const;
+  /// The position of a static input the entry lost, or nullopt: one whose storage was freed
+  /// (with the tensor, or replaced by `param.data = ...` or a swap) or given other memory.
+  /// Such an entry can never serve a call again.
+  std::optional<std::size_t> lost_static_input() const;
   /// (dynamic position, static position) of a written dynamic input overlapping a static
   /// input, or of a dynamic input overlapping a written static one (Note [Aliasing]); such a
   /// call must not replay. Free for graphs that write no input.
@@ -197,8 +197,11 @@ class Entry final {
   // Per input position: the buffer of a dynamic input, the value of a constant, None for a
   // static input (Note [Static inputs]: held weakly, in static_refs_).
   std::vector<c10::IValue> inputs_;
-  std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> static_refs_;
-  std::vector<const void*> static_data_ptrs_;  // at capture; compared, never dereferenced
+  // Their storages, not the tensors: torch.utils.swap_tensors refuses a tensor with any weak
+  // reference, C++ ones included, and module.to() / load_state_dict(assign=True) swap
+  // parameters that way (case C45).
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> static_refs_;
+  std::vector<const void*> static_data_ptrs_;  // storages' at capture; compared, never read
   const std::vector<c10::IValue>* replaying_ = nullptr;  // the call replaying, under mutex_
   std::vector<std::size_t> dynamic_positions_;
   std::vector<bool> expanded_;  // per dynamic input: copied through its unexpanded part

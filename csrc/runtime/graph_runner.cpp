@@ -76,12 +76,12 @@ void GraphRunner::reset_after_fork() {
   state_ = std::make_unique<State>(options_);
 }
 
-void GraphRunner::drop_dead_entries(const c10::TensorImpl* dying) {
+void GraphRunner::drop_dead_entries() {
   std::vector<std::pair<Signature, std::shared_ptr<Entry>>> dead;
   {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     dead = state_->cache.take_if(
-        [&](const Entry& e) { return e.lost_static_input(dying).has_value(); });
+        [&](const Entry& e) { return e.lost_static_input().has_value(); });
   }
   if (dead.empty()) return;
   std::lock_guard<std::mutex> lock(state_->layouts_mutex);
@@ -91,7 +91,7 @@ void GraphRunner::drop_dead_entries(const c10::TensorImpl* dying) {
     if (entry->replays() > 1) continue;
     auto& layout = state_->layouts[sig.layout()];
     ++layout.lost;
-    layout.moving_position = *entry->lost_static_input(dying);
+    layout.moving_position = *entry->lost_static_input();
   }
   // `dead` is destroyed here, outside the cache lock (see clear()).
 }

@@ -68,12 +68,11 @@ class GraphRunner final {
   std::size_t entry_bytes() const;
   /// Drops every entry (graphs reset, buffers freed).
   void clear();
-  /// Drops the entries one of whose static inputs was freed or is `dying` (a tensor being
-  /// freed now: a Python weakref callback runs before the tensor is released) (Note [Moving
-  /// static inputs]); called by the layer that watches them (RunnerOptions::watch), and on
-  /// every miss. Takes only the cache lock, so it may run from a finalizer inside a call of
-  /// this runner.
-  void drop_dead_entries(const c10::TensorImpl* dying = nullptr);
+  /// Drops the entries one of whose static inputs was freed or replaced (Note [Moving static
+  /// inputs]); called by the layer that watches them (RunnerOptions::watch), and on every
+  /// miss. Takes only the cache lock, so it may run from a finalizer inside a call of this
+  /// runner.
+  void drop_dead_entries();
   /// In a forked child: forgets the parent's entries without resetting their graphs, and
   /// replaces the locks, which a parent thread may have held at fork.
   void reset_after_fork();
