@@ -101,11 +101,17 @@ std::string GraphRunner::moving_static_input(const Signature& sig,
   std::lock_guard<std::mutex> lock(state_->layouts_mutex);
   auto found = state_->layouts.find(sig.layout());
   if (found == state_->layouts.end() || found->second.lost == 0) return "";
-  const auto& layout = found->second;
+  auto& layout = found->second;
   // Bounded by the losses, not by the captures: new weights that stay alive (another instance
   // sharing the graph) are captured whatever was lost before.
   if (layout.lost <= options_.max_recaptures) {
     Stats::get().recaptures.fetch_add(1, std::memory_order_relaxed);
+    return "";
+  }
+  layout.same_in_a_row = layout.last_refused == sig ? layout.same_in_a_row + 1 : 1;
+  layout.last_refused = sig;
+  if (layout.same_in_a_row >= kStableCalls) {  // settled: the budget refills (case C47)
+    layout = State::Layout{};
     return "";
   }
   const auto i = layout.moving_position;

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -36,7 +37,16 @@ std::string fallback_advice(const std::string& reason);
 // recaptures; once it lost more than max_recaptures, calls with new addresses for that layout
 // run without a graph (fallback static_inputs_moving), with one warning naming the input.
 // Entries already captured keep replaying. PyTorch's cudagraph trees bound re-recording for
-// the same reason.
+// the same reason. Unlike theirs, the bound is not forever (case C47): weights loaded or
+// offloaded at start-up move for a while, then stay. Once kStableCalls calls in a row of a
+// falling-back layout bring the same addresses, the layout's losses are forgotten, so it
+// captures and replays again, with max_recaptures to spend when its inputs next start moving.
+// A state tensor reassigned every call never qualifies: each call's new tensor is allocated
+// while the previous one is alive, so two calls in a row never share its address.
+
+/// Calls in a row with the same static addresses after which a layout that fell back for
+/// static_inputs_moving captures again (Note [Moving static inputs]).
+inline constexpr std::int64_t kStableCalls = 3;
 
 /// The runner of one compiled graph: signature → entry cache → entry → replay.
 ///
@@ -98,6 +108,10 @@ class GraphRunner final {
     struct Layout {
       std::int64_t lost = 0;
       std::size_t moving_position = 0;  // a static input whose loss was seen last
+      // Past the bound: the key of the last call that fell back, and how many calls in a row
+      // brought it.
+      std::optional<Signature> last_refused;
+      std::int64_t same_in_a_row = 0;
     };
     std::mutex layouts_mutex;
     std::map<std::vector<std::int64_t>, Layout> layouts;

@@ -247,6 +247,16 @@ TEST_F(GraphRunnerTest, StaticInputThatKeepsMovingFallsBackAfterMaxRecaptures) {
   int warnings = 0;
   for (const auto& m : logged) warnings += m.find("static_inputs_moving") != std::string::npos;
   EXPECT_EQ(warnings, 1);
+
+  // Case C47: the state stops moving. The kStableCalls-th call in a row with the same `h`
+  // refills the budget: it captures, every later one replays.
+  const auto replays = Stats::get().replays.load();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_TRUE(at::allclose(runner({h, x})[0].toTensor(), h * 0.5 + x));
+  }
+  EXPECT_EQ(Stats::get().captures, 4);
+  EXPECT_EQ(Stats::get().fallbacks().at("static_inputs_moving"), 3 + kStableCalls - 1);
+  EXPECT_EQ(Stats::get().replays - replays, 6 - (kStableCalls - 1));
 }
 
 TEST_F(GraphRunnerTest, WrittenInputOverlappingAStaticInputFallsBack) {

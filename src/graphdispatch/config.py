@@ -72,8 +72,9 @@ verify_atol: float = 1e-6
 # Entries a compiled graph may lose, per input layout, because a tensor it reads in place (a
 # parameter, buffer or state tensor) was freed or replaced before a second call replayed them:
 # past it, calls with new addresses run without a graph (fallback static_inputs_moving, one
-# warning naming the input). New weight sets that stay alive (module instances, experts sharing
-# one graph) each get an entry and do not count.
+# warning naming the input), until three calls in a row bring the same addresses: the budget
+# then refills and the graph captures again. New weight sets that stay alive (module instances,
+# experts sharing one graph) each get an entry and do not count.
 # PyTorch's cudagraph trees bound re-recording for the same reason
 # (triton.cudagraph_unexpected_rerecord_limit).
 max_recaptures: int = 8
