@@ -184,6 +184,7 @@ void init_stats(py::module_& m) {
     d["bytes_copied"] = s.bytes_copied.load();
     d["recaptures"] = s.recaptures.load();
     d["verified_replays"] = s.verified_replays.load();
+    d["held_outputs_copied"] = s.held_outputs_copied.load();
     d["entries"] = s.live_entries.load();
     d["entry_bytes"] = s.live_entry_bytes.load();
     d["fallbacks"] = s.fallbacks();

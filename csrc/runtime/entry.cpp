@@ -424,6 +424,35 @@ std::vector<c10::IValue> Entry::hand_out(const std::vector<c10::IValue>& inputs,
   return outputs;
 }
 
+void Entry::copy_away_held_outputs() {
+  for (const auto& [k, storage] : handed_out_) {
+    auto held = storage.lock();
+    if (!held) continue;  // nobody references it any more: the replay may overwrite it
+    const auto& out = static_outputs_[k].toTensor();
+    const auto bytes = out.options().dtype(at::kByte);
+    const auto n = static_cast<std::int64_t>(held->nbytes());
+    auto own = at::empty({n}, bytes);
+    // The device is given, so for_blob does not ask the driver where the pointer lives.
+    own.copy_(at::for_blob(held->mutable_data(), {n}).options(bytes).target_device(out.device())
+                  .make_tensor(),
+              /*non_blocking=*/true);
+    // The holder's tensors read their storage's memory, wherever it is: they now read `own`'s.
+    held->set_data_ptr_noswap(std::move(own.storage().unsafeGetStorageImpl()->mutable_data_ptr()));
+    Stats::get().held_outputs_copied.fetch_add(1, std::memory_order_relaxed);
+  }
+  handed_out_.clear();
+}
+
+void Entry::remember_handed_out(const std::vector<c10::IValue>& outputs) {
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    // Views of inputs lie in the caller's memory, and empty outputs in none of the entry's.
+    if (output_views_[k] || !outputs[k].isTensor()) continue;
+    const auto& t = outputs[k].toTensor();
+    if (!t.defined() || t.numel() == 0 || !t.has_storage()) continue;
+    handed_out_.emplace_back(k, t.storage().getWeakStorageImpl());
+  }
+}
+
 std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
                                        const RunnerOptions& options) {
   RECORD_FUNCTION("graphdispatch::replay", std::vector<c10::IValue>());
@@ -433,6 +462,8 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   auto& stats = Stats::get();
   std::lock_guard<std::mutex> lock(mutex_);
   order_->begin();
+  // First: a held output passed back in as an input is then copied from its own memory.
+  copy_away_held_outputs();
   std::vector<at::Tensor> dst, src;
   std::int64_t bytes = 0, skipped = 0;
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
@@ -478,6 +509,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   stats.bytes_copied.fetch_add(bytes, std::memory_order_relaxed);
   stats.copies_skipped.fetch_add(skipped, std::memory_order_relaxed);
   auto outputs = hand_out(inputs, options.safe_output_mode);
+  if (!options.safe_output_mode) remember_handed_out(outputs);
   order_->end();  // after the clones: they read the static outputs the next replay writes
   return outputs;
 }

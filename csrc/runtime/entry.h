@@ -64,6 +64,19 @@ namespace graphdispatch {
 // `z = c(y)`) is not copied back: the copy-back would overwrite this call's output, and in
 // unsafe mode the earlier output is invalid after the replay anyway (case C30).
 
+// Note [Outputs still held]
+// An unsafe output lies in the entry's static output, which the entry's next replay overwrites.
+// Whoever still references it then — the caller, or a library such as diffusers' First-Block-
+// Cache keeping the previous step's residuals (case C46) — would read the new values in place
+// of its own, silently. So each replay first looks at the storages the previous one handed out
+// (weakly held: one refcount load per output) and gives each one still referenced memory of
+// its own holding its values (one copy, counted in Stats::held_outputs_copied) before the
+// graph writes the static outputs: what the caller holds never changes under it, in either
+// output mode. Outputs no one holds any more cost nothing; unsafe mode saves its copy on the
+// calls whose previous outputs are gone (dropped, or rebound) by the next call of the entry.
+// Two held outputs sharing one static storage each get their own copy: their values stay
+// right, the link between them does not.
+
 // Note [Verified replays]
 // With verify_replays=K the first K replays of each entry also run the callable on clones of
 // the dynamic inputs from the same RNG state, and compare every output: exactly (rtol = atol
@@ -187,6 +200,10 @@ class Entry final {
   void plan_aliasing_checks(const std::vector<c10::IValue>& inputs, const RunnerOptions& options);
   /// The outputs of one replay, as the output mode and Note [Outputs] say.
   std::vector<c10::IValue> hand_out(const std::vector<c10::IValue>& inputs, bool safe) const;
+  /// Note [Outputs still held]: moves the unsafe outputs of the previous replay that are still
+  /// referenced into memory of their own; remembers the ones `outputs` hands out now.
+  void copy_away_held_outputs();
+  void remember_handed_out(const std::vector<c10::IValue>& outputs);
   /// The tensors a copy between the caller's input `i` and its buffer moves (Note [Expanded
   /// tensors]).
   at::Tensor copied_part(const at::Tensor& t, std::size_t k) const {
@@ -219,6 +236,9 @@ class Entry final {
   std::vector<std::int64_t> output_group_;
   std::vector<at::Tensor> group_storages_;  // each as a byte tensor over the whole storage
   SpanSet output_spans_;  // the static outputs' memory, for the copy-back check (case C30)
+  // Unsafe mode: (output position, its storage) of what the last replay handed out, weakly
+  // held (Note [Outputs still held]). Under mutex_.
+  std::vector<std::pair<std::size_t, c10::weak_intrusive_ptr<c10::StorageImpl>>> handed_out_;
   // Note [Aliasing]: the spans a written input could reach.
   std::vector<bool> written_;        // per position: the graph writes this dynamic input
   SpanSet static_spans_;             // every static input, when a dynamic input is written

@@ -103,12 +103,18 @@ TEST_F(GraphRunnerTest, UnsafeOutputsAreFreshTensorsOverTheStaticOutputs) {
   RunnerOptions options;
   options.safe_output_mode = false;
   GraphRunner runner(mul_add, {false, false}, factory, options);
-  auto y1 = runner({at::randn({4}), at::randn({4})})[0].toTensor();
+  auto a1 = at::randn({4}), b1 = at::randn({4});
+  auto y1 = runner({a1, b1})[0].toTensor();
+  const void* static_output = y1.data_ptr();
   y1.unsqueeze_(0);  // the caller's metadata change stays on the caller's object (case C31)
   auto a2 = at::randn({4}), b2 = at::randn({4});
   auto y2 = runner({a2, b2})[0].toTensor();
   EXPECT_FALSE(y1.is_same(y2));
-  EXPECT_EQ(y1.data_ptr(), y2.data_ptr());  // documented contract: valid until the next replay
+  EXPECT_EQ(y2.data_ptr(), static_output);
+  // Note [Outputs still held]: y1, held across the replay, was moved out of its way.
+  EXPECT_NE(y1.data_ptr(), static_output);
+  EXPECT_TRUE(at::equal(y1[0], a1 * 2 + b1));
+  EXPECT_EQ(Stats::get().held_outputs_copied, 1);
   EXPECT_EQ(y2.sizes(), at::IntArrayRef({4}));
   EXPECT_TRUE(at::equal(y2, a2 * 2 + b2));
   // Growing it would move the memory the graph writes: its storage cannot be resized.

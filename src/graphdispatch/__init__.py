@@ -67,7 +67,8 @@ def stats() -> dict[str, Any]:
     copies_skipped, bytes_copied (bytes of dynamic inputs copied into
     entry buffers), recaptures (captures after a tensor read in place was freed or replaced,
     bounded by max_recaptures), verified_replays (replays checked against
-    the non-graph path, verify_replays), fallbacks ({reason: calls served by the
+    the non-graph path, verify_replays), held_outputs_copied (unsafe outputs still referenced
+    when their entry replayed again, copied into memory of their own first), fallbacks ({reason: calls served by the
     non-graph path}: aliased_inputs, mixed_devices, requires_grad, unsupported_tensor,
     capture_failed, explicit_generator, data_dependent, verify_mismatch,
     static_inputs_moving), routes ({route: graphs compiled since the last reset}); and two

@@ -46,8 +46,8 @@ lazy_capture: bool = False
 max_entries: int = 0
 # Which entry a full cache evicts: "fifo" (seed) or "lru".
 eviction: str = "fifo"
-# Return clones of the graph's outputs. When False the caller gets the graph's static outputs,
-# valid only until the next replay of any graph sharing the pool.
+# Return clones of the graph's outputs. When False the caller gets the graph's static outputs;
+# one still referenced when its entry replays again is first copied into memory of its own.
 safe_output_mode: bool = True
 # Eager runs before capture, on a warmup stream apart from the capture stream, so lazy library
 # setup (cuBLAS handles) happens outside the capture (docs/usage.md, "Workspaces"); 0 warns once
