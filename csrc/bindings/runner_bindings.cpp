@@ -43,7 +43,8 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
                                          std::optional<std::vector<std::size_t>> mutated_inputs,
                                          int64_t max_entry_bytes, int64_t verify_replays,
                                          double verify_rtol, double verify_atol, bool random,
-                                         int64_t max_recaptures, py::object watch) {
+                                         int64_t max_recaptures, py::object watch,
+                                         std::vector<std::string> input_names) {
   TORCH_CHECK_TYPE(PyCallable_Check(fn.ptr()), "fn: expected a callable, got ",
                    std::string(py::str(py::type::of(fn))));
   TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
@@ -64,6 +65,10 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
   options.verify_atol = verify_atol;
   options.random = random;
   options.max_recaptures = max_recaptures;
+  TORCH_CHECK_VALUE(input_names.empty() || input_names.size() == is_static.size(),
+                    "input_names: expected one per input (", is_static.size(), ") or none, got ",
+                    input_names.size());
+  options.input_names = std::move(input_names);
   // None: the writes are unknown, so every dynamic input counts as written (Note [Aliasing]).
   options.mutated_known = mutated_inputs.has_value();
   if (mutated_inputs) {
@@ -95,7 +100,8 @@ void init_runner(py::module_& m) {
            py::arg("mutated_inputs") = py::none(), py::arg("max_entry_bytes") = 0,
            py::arg("verify_replays") = 0, py::arg("verify_rtol") = 0.0,
            py::arg("verify_atol") = 0.0, py::arg("random") = true,
-           py::arg("max_recaptures") = 8, py::arg("watch") = py::none())
+           py::arg("max_recaptures") = 8, py::arg("watch") = py::none(),
+           py::arg("input_names") = std::vector<std::string>{})
       .def("__call__",
            [](GraphRunner& self, const py::args& args) {
              auto inputs = to_ivalues(args);

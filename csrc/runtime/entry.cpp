@@ -83,8 +83,8 @@ Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, const Sign
   for (const auto& [first, second] : sig.overlaps()) {
     if (!options.may_write(first) && !options.may_write(second)) continue;
     const auto& later = inputs[second].toTensor();
-    return {"aliased_inputs", "input " + std::to_string(second) + ": " + describe_layout(later) +
-                                  " overlaps input " + std::to_string(first) +
+    return {"aliased_inputs", options.input(second) + ": " + describe_layout(later) +
+                                  " overlaps " + options.input(first) +
                                   " in memory, and the graph writes one of them"};
   }
   const c10::Device device = device_of(inputs);
@@ -93,11 +93,11 @@ Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, const Sign
     const auto& v = inputs[i];
     // A graph advances only the generators it registered at capture; an explicit one would
     // hand every replay the same numbers.
-    if (v.isGenerator()) return {"explicit_generator", "input " + std::to_string(i) + ": a torch.Generator"};
+    if (v.isGenerator()) return {"explicit_generator", options.input(i) + ": a torch.Generator"};
     if (!v.isTensor()) continue;
     const auto& t = v.toTensor();
     auto refuse = [&](const char* reason) {
-      return Refusal{reason, "input " + std::to_string(i) + ": " + describe_layout(t)};
+      return Refusal{reason, options.input(i) + ": " + describe_layout(t)};
     };
     // A CPU tensor beside device tensors would be read on the host at capture and baked in.
     if (t.device() != device) return refuse("mixed_devices");

@@ -115,7 +115,7 @@ std::string GraphRunner::moving_static_input(const Signature& sig,
     return "";
   }
   const auto i = layout.moving_position;
-  return "input " + std::to_string(i) + ": " + describe_layout(inputs[i].toTensor()) +
+  return options_.input(i) + ": " + describe_layout(inputs[i].toTensor()) +
          " (a parameter, buffer or state tensor read in place) was freed or replaced " +
          std::to_string(layout.lost) + " times, each time before a second call could replay "
          "its graph (max_recaptures=" + std::to_string(options_.max_recaptures) + ")";
@@ -280,9 +280,9 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
   if (auto overlap = entry->static_overlap(inputs)) {
     const auto [dynamic, fixed] = *overlap;
     return fall_back("aliased_inputs",
-                     "input " + std::to_string(dynamic) + ": " +
-                         describe_layout(inputs[dynamic].toTensor()) + " overlaps input " +
-                         std::to_string(fixed) +
+                     options_.input(dynamic) + ": " +
+                         describe_layout(inputs[dynamic].toTensor()) + " overlaps " +
+                         options_.input(fixed) +
                          " (read in place) in memory, and the graph writes one of them",
                      inputs);
   }

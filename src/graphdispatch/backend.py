@@ -37,8 +37,8 @@ from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
 from .device_graphs import choose_kind, make_factory, warn_without_warmup
 from .entry_lifetime import StaticInputWatch
-from .graph_analysis import (describe_node, flat_output, graph_refusal, is_static_input,
-                             graph_effects, marked_static_address)
+from .graph_analysis import (describe_node, flat_output, graph_refusal, input_name,
+                             is_static_input, graph_effects, marked_static_address)
 
 log = logging.getLogger("graphdispatch")
 
@@ -187,13 +187,15 @@ class CompiledGraph:
 
     ``runner`` is the C++ GraphRunner (None on the default route and for a graph refused as a
     whole, whose reason is ``refusal``, decided at ``refusal_node``); ``is_static``/``mutated``
-    are per input position.
+    are per input position; ``names`` per input what the user calls it, or "" (read while
+    Dynamo's sources are on the placeholders: it drops them after the compile).
     """
 
     gm: torch.fx.GraphModule
     example_inputs: list[Any]
     route: str
     reason: str
+    names: list[str] = dataclasses.field(default_factory=list)
     runner: Any = None
     refusal: str | None = None
     refusal_node: torch.fx.Node | None = None
@@ -248,7 +250,8 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         random=effects.random, max_recaptures=options["max_recaptures"], watch=watch,
         max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
         verify_rtol=0.0 if exact else options["verify_rtol"],
-        verify_atol=0.0 if exact else options["verify_atol"])
+        verify_atol=0.0 if exact else options["verify_atol"],
+        input_names=record.names)
     watch.bind(runner)
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
@@ -298,7 +301,8 @@ class Backend:
         ROUTE_SETUP[route]()
         log.info("graphdispatch route %s (%s) for a graph of %d nodes", route, reason, len(gm.graph.nodes))
         _count_route(route)
-        record = CompiledGraph(gm, list(example_inputs), route, reason)
+        record = CompiledGraph(gm, list(example_inputs), route, reason,
+                               [input_name(n) for n in gm.graph.find_nodes(op="placeholder")])
         if route == ROUTE_DEFAULT:
             compiled = _inductor(gm, example_inputs, cudagraphs=False)
         else:
