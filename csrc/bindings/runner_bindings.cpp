@@ -3,6 +3,7 @@
 #include "bindings/py_values.h"
 #include "runtime/copy_pipeline.h"
 #include "runtime/graph_runner.h"
+#include "runtime/process_budget.h"
 #include "runtime/stats.h"
 
 #include <ATen/record_function.h>
@@ -44,11 +45,14 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
                                          int64_t max_entry_bytes, int64_t verify_replays,
                                          double verify_rtol, double verify_atol, bool random,
                                          int64_t max_recaptures, py::object watch,
-                                         std::vector<std::string> input_names) {
+                                         std::vector<std::string> input_names,
+                                         int64_t max_total_entry_bytes) {
   TORCH_CHECK_TYPE(PyCallable_Check(fn.ptr()), "fn: expected a callable, got ",
                    std::string(py::str(py::type::of(fn))));
   TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
   TORCH_CHECK_VALUE(max_entry_bytes >= 0, "max_entry_bytes: expected >= 0, got ", max_entry_bytes);
+  TORCH_CHECK_VALUE(max_total_entry_bytes >= 0, "max_total_entry_bytes: expected >= 0, got ",
+                    max_total_entry_bytes);
   TORCH_CHECK_VALUE(verify_replays >= 0, "verify_replays: expected >= 0, got ", verify_replays);
   TORCH_CHECK_VALUE(max_recaptures >= 0, "max_recaptures: expected >= 0, got ", max_recaptures);
   TORCH_CHECK_VALUE(verify_rtol >= 0 && verify_atol >= 0,
@@ -60,6 +64,7 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
   options.copy_stream = copy_stream;
   options.max_entries = static_cast<std::size_t>(max_entries);
   options.max_entry_bytes = static_cast<std::size_t>(max_entry_bytes);
+  options.max_total_entry_bytes = static_cast<std::size_t>(max_total_entry_bytes);
   options.verify_replays = verify_replays;
   options.verify_rtol = verify_rtol;
   options.verify_atol = verify_atol;
@@ -101,7 +106,8 @@ void init_runner(py::module_& m) {
            py::arg("verify_replays") = 0, py::arg("verify_rtol") = 0.0,
            py::arg("verify_atol") = 0.0, py::arg("random") = true,
            py::arg("max_recaptures") = 8, py::arg("watch") = py::none(),
-           py::arg("input_names") = std::vector<std::string>{})
+           py::arg("input_names") = std::vector<std::string>{},
+           py::arg("max_total_entry_bytes") = 0)
       .def("__call__",
            [](GraphRunner& self, const py::args& args) {
              auto inputs = to_ivalues(args);
@@ -213,6 +219,7 @@ void init_stats(py::module_& m) {
   m.def("after_fork_in_child", [] {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();
+    ProcessBudget::get().reset_after_fork();
   });
 }
 

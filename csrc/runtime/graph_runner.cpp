@@ -1,5 +1,6 @@
 #include "runtime/graph_runner.h"
 
+#include "runtime/process_budget.h"
 #include "runtime/stats.h"
 
 #include <ATen/record_function.h>
@@ -24,6 +25,20 @@ GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
   TORCH_CHECK(options_.verify_rtol >= 0 && options_.verify_atol >= 0,
               "verify_rtol, verify_atol: expected >= 0, got ", options_.verify_rtol, ", ",
               options_.verify_atol);
+  ProcessBudget::get().join(this);
+}
+
+GraphRunner::~GraphRunner() { ProcessBudget::get().leave(this); }
+
+std::optional<std::pair<std::uint64_t, Signature>> GraphRunner::budget_victim(
+    Eviction eviction, const Signature* keep) const {
+  std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
+  return state_->cache.next_victim(eviction, keep);
+}
+
+std::shared_ptr<Entry> GraphRunner::evict_for_budget(const Signature& sig) {
+  std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
+  return state_->cache.erase(sig);
 }
 
 void GraphRunner::check_arity(const std::vector<c10::IValue>& inputs) const {
@@ -163,6 +178,22 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     displaced = state_->cache.insert(sig, entry, static_cast<std::size_t>(entry->bytes()));
     over_budget = state_->cache.evict_over_budget(sig);
   }
+  // Outside the cache lock: the budget takes each runner's lock in turn, this one's included.
+  std::vector<std::shared_ptr<Entry>> over_process_budget;
+  if (options_.max_total_entry_bytes != 0 && entry->bytes() > 0) {
+    over_process_budget = ProcessBudget::get().enforce(options_.max_total_entry_bytes,
+                                                       options_.eviction, this, sig);
+  }
+  if (!over_process_budget.empty()) {
+    stats.evictions.fetch_add(static_cast<std::int64_t>(over_process_budget.size()),
+                              std::memory_order_relaxed);
+    if (!over_process_budget_logged_.exchange(true) && options_.log) {
+      options_.log("the entries of all compiled graphs hold more than max_total_entry_bytes=" +
+                   std::to_string(options_.max_total_entry_bytes) + ": evicting across graphs, " +
+                   (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest") +
+                   " first");
+    }
+  }
   if (displaced) {
     stats.evictions.fetch_add(1, std::memory_order_relaxed);
     if (!evicting_logged_.exchange(true) && options_.log) {
@@ -186,7 +217,7 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     }
     if (!statics.empty()) options_.watch(statics);
   }
-  return entry;  // `displaced` and `over_budget` are destroyed here, outside the cache lock
+  return entry;  // the evicted entries are destroyed here, outside every lock
 }
 
 std::string fallback_advice(const std::string& reason) {

@@ -63,6 +63,7 @@ class GraphRunner final {
               std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options);
   GraphRunner(const GraphRunner&) = delete;
   GraphRunner& operator=(const GraphRunner&) = delete;
+  ~GraphRunner();
 
   /// One call: replay of the entry for these inputs, capturing it first on a miss.
   std::vector<c10::IValue> operator()(const std::vector<c10::IValue>& inputs);
@@ -87,6 +88,15 @@ class GraphRunner final {
   /// replaces the locks, which a parent thread may have held at fork.
   void reset_after_fork();
   const RunnerOptions& options() const { return options_; }
+
+  /// For the process byte budget (Note [Process byte budget] in process_budget.h): (stamp,
+  /// key) of the entry holding bytes this runner would give up next in `eviction`'s order,
+  /// never `keep`; nullopt when none.
+  std::optional<std::pair<std::uint64_t, Signature>> budget_victim(Eviction eviction,
+                                                                   const Signature* keep) const;
+  /// Removes the entry for `sig` and returns it (nullptr when it is gone), for the caller to
+  /// destroy outside its locks.
+  std::shared_ptr<Entry> evict_for_budget(const Signature& sig);
 
  private:
   using Cache = EntryCache<Signature, Entry, Signature::Hasher>;
@@ -144,6 +154,7 @@ class GraphRunner final {
   std::unique_ptr<State> state_;  // released, not destroyed, after fork (reset_after_fork)
   std::atomic<bool> evicting_logged_{false};
   std::atomic<bool> over_budget_logged_{false};
+  std::atomic<bool> over_process_budget_logged_{false};
 };
 
 }  // namespace graphdispatch

@@ -55,6 +55,9 @@ struct RunnerOptions final {
   /// Bytes the runner's live entries may hold (Entry::bytes); 0 = unbounded. Eviction, in the
   /// order `eviction` says, keeps them under it; an entry alone over it is kept.
   std::size_t max_entry_bytes = 0;
+  /// Bytes the entries of every runner of the process may hold together (Note [Process byte
+  /// budget] in process_budget.h); 0 = unbounded. Applied when this runner captures.
+  std::size_t max_total_entry_bytes = 0;
   Eviction eviction = Eviction::kFifo;
   /// Input positions the callable writes to, known from its ops' schemas (the Python layer
   /// reads them off the graph). Version counters alone miss ops that write without bumping

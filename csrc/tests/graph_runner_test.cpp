@@ -265,6 +265,27 @@ TEST_F(GraphRunnerTest, StaticInputThatKeepsMovingFallsBackAfterMaxRecaptures) {
   EXPECT_EQ(Stats::get().replays - replays, 6 - (kStableCalls - 1));
 }
 
+TEST_F(GraphRunnerTest, ProcessBudgetEvictsAcrossRunners) {
+  // Case C49: one budget for every runner; the other runner's oldest entry goes first.
+  RunnerOptions options;
+  GraphRunner probe(mul_add, {false, false}, factory, options);
+  probe({at::randn({64}), at::randn({64})});
+  const auto one = probe.entry_bytes();
+  probe.clear();
+  options.max_total_entry_bytes = one * 3 / 2;
+  GraphRunner a(mul_add, {false, false}, factory, options), b(mul_add, {false, false}, factory, options);
+  auto x = at::randn({64}), y = at::randn({64});
+  a({x, y});
+  EXPECT_EQ(a.num_entries(), 1u);
+  EXPECT_TRUE(at::equal(b({x, y})[0].toTensor(), x * 2 + y));
+  EXPECT_EQ(a.num_entries(), 0u);  // evicted by b's capture
+  EXPECT_EQ(b.num_entries(), 1u);
+  EXPECT_EQ(Stats::get().evictions, 1);
+  EXPECT_TRUE(at::equal(a({x, y})[0].toTensor(), x * 2 + y));  // a captures again, b's goes
+  EXPECT_EQ(b.num_entries(), 0u);
+  EXPECT_EQ(Stats::get().evictions, 2);
+}
+
 TEST_F(GraphRunnerTest, WrittenInputOverlappingAStaticInputFallsBack) {
   // Case C27: forward(view): view.add_(1); return buf.sum(), called with buf[0].
   auto write_then_read = [](const std::vector<c10::IValue>& in) -> std::vector<c10::IValue> {

@@ -63,7 +63,8 @@ def stats() -> dict[str, Any]:
     Keys: captures, replays, cache_hits and cache_misses (lookups of a signature; a hit on a
     negative entry, one whose capture was refused or failed, counts as a hit and as a
     fallback; a thread that found nothing and then waited for another thread's capture of
-    the same signature counts as a miss), evictions (by max_entries or max_entry_bytes),
+    the same signature counts as a miss), evictions (by max_entries, max_entry_bytes or
+    max_total_entry_bytes),
     copies_skipped, bytes_copied (bytes of dynamic inputs copied into
     entry buffers), recaptures (captures after a tensor read in place was freed or replaced,
     bounded by max_recaptures), verified_replays (replays checked against

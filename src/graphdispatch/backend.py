@@ -251,7 +251,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
         verify_rtol=0.0 if exact else options["verify_rtol"],
         verify_atol=0.0 if exact else options["verify_atol"],
-        input_names=record.names)
+        input_names=record.names, max_total_entry_bytes=options["max_total_entry_bytes"])
     watch.bind(runner)
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
@@ -273,8 +273,8 @@ class Backend:
 
     Options (design 2.1; see ``graphdispatch.config`` for each one's meaning and default):
     graph_only, graph_with_compile, lazy_capture, max_entries, eviction, safe_output_mode,
-    warmup_iters, copy_stream, device_graph, max_entry_bytes, verify_replays, verify_rtol,
-    verify_atol, max_recaptures; ``-`` or ``_`` in keys; MindIE-SD's
+    warmup_iters, copy_stream, device_graph, max_entry_bytes, max_total_entry_bytes,
+    verify_replays, verify_rtol, verify_atol, max_recaptures; ``-`` or ``_`` in keys; MindIE-SD's
     ``aclgraph_*`` names as aliases. ``mode`` is None, "default" or "reduce-overhead" (the
     graph_with_compile route). Raises TypeError/ValueError naming the key for an invalid
     option, before any work.

@@ -62,6 +62,11 @@ device_graph: str = "auto"
 # memory each capture added, or its static outputs where there is no pool); 0 = unbounded.
 # Over it, eviction (as `eviction` says) drops entries; a single entry over it is kept.
 max_entry_bytes: int = 0
+# Bytes the cached graphs of every compiled graph of the process may hold together (counted as
+# max_entry_bytes counts them); 0 = unbounded. Over it, a capture evicts across all compiled
+# graphs, oldest (fifo) or least recently used (lru) first as its `eviction` says; the entry
+# just captured is kept. Two experts, regional compilation and recompiles share one budget.
+max_total_entry_bytes: int = 0
 # The first K replays of each entry also run the non-graph path on copies of the inputs and
 # compare every output; a mismatch warns, disables the entry and returns the non-graph result.
 verify_replays: int = 0
@@ -90,6 +95,7 @@ _TYPES: dict[str, type] = {
     "copy_stream": bool,
     "device_graph": str,
     "max_entry_bytes": int,
+    "max_total_entry_bytes": int,
     "verify_replays": int,
     "verify_rtol": float,
     "verify_atol": float,
@@ -107,6 +113,7 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "max_entries": (0, _INT64_MAX),
     "warmup_iters": (0, _INT64_MAX),
     "max_entry_bytes": (0, _INT64_MAX),
+    "max_total_entry_bytes": (0, _INT64_MAX),
     "verify_replays": (0, _INT64_MAX),
     "max_recaptures": (0, _INT64_MAX),
 }
