@@ -92,3 +92,32 @@ def test_first_block_cache_steps_equal_eager(safe):
     assert stats["fallbacks"] == {} and stats["replays"] > stats["captures"] > 0, stats
     # Not vacuous: in unsafe mode the cache did hold outputs across a replay.
     assert (stats["held_outputs_copied"] > 0) != safe, stats
+
+
+def test_controlnet_pipeline_with_the_conditioning_scale_changed_between_runs():
+    # Pinned from field round 3: StableDiffusionControlNetPipeline, the UNet and the ControlNet
+    # compiled; each scale's second run replays every step, images equal eager's.
+    from diffusers import ControlNetModel, StableDiffusionControlNetPipeline
+
+    tiny = build("sd", CPU, STEPS)
+    torch.manual_seed(1)
+    # One downsampling step in the conditioning embedding: 16x16 images, 8x8 latents.
+    controlnet = ControlNetModel.from_unet(tiny.pipe.unet, conditioning_embedding_out_channels=(16, 32))
+    pipe = StableDiffusionControlNetPipeline(**tiny.pipe.components, controlnet=controlnet.eval())
+    pipe.set_progress_bar_config(disable=True)
+    image = torch.rand(1, 3, 16, 16)
+
+    def run(scale):
+        with torch.no_grad():
+            return pipe(**tiny.call_kwargs(), image=image, controlnet_conditioning_scale=scale).images
+
+    expected = {scale: run(scale) for scale in (1.0, 0.5)}
+    pipe.unet = torch.compile(pipe.unet, backend="graphdispatch", options=GRAPH_ROUTE.options)
+    pipe.controlnet = torch.compile(pipe.controlnet, backend="graphdispatch", options=GRAPH_ROUTE.options)
+    for scale in (1.0, 0.5, 1.0):
+        assert torch.equal(run(scale), expected[scale])
+        warm = graphdispatch.stats()
+        assert torch.equal(run(scale), expected[scale])
+        stats = graphdispatch.stats()
+        assert stats["captures"] == warm["captures"], stats
+        assert stats["replays"] == warm["replays"] + 2 * STEPS and stats["fallbacks"] == {}, stats

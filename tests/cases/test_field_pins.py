@@ -213,3 +213,22 @@ def test_pin_two_experts_alternating():
             assert torch.equal(G(x), expert(x))
     s = stats()
     assert s["captures"] == 2 and s["replays"] == 6 and s["fallbacks"] == {}, s
+
+
+def test_pin_tiled_vae_decode():
+    pytest.importorskip("diffusers")
+    from graphdispatch.tiny_pipelines import _vae
+
+    torch.manual_seed(0)
+    vae = _vae().eval()  # sample_size 16: tiles of 8 latents, overlapping by a quarter
+    vae.enable_tiling()
+    latents = torch.randn(1, 4, 12, 12)  # tiles of four shapes (8 or 6 latents a side)
+    with torch.no_grad():
+        expected = vae.decode(latents).sample
+        vae.decoder = compiled(vae.decoder)
+        assert torch.equal(vae.decode(latents).sample, expected)
+        warm = stats()
+        assert torch.equal(vae.decode(latents).sample, expected)
+    s = stats()
+    assert s["captures"] == warm["captures"] and s["replays"] == warm["replays"] + 4, s
+    assert s["fallbacks"] == {}, s
