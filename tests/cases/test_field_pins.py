@@ -232,3 +232,28 @@ def test_pin_tiled_vae_decode():
     s = stats()
     assert s["captures"] == warm["captures"] and s["replays"] == warm["replays"] + 4, s
     assert s["fallbacks"] == {}, s
+
+
+# ---- C52: the extra capture HiDream makes on its second call ---------------------------------
+
+def expert(x, w):
+    return torch.nn.functional.silu(x @ w)
+
+
+@pytest.mark.parametrize("dynamic", [None, True], ids=["automatic", "dynamic"])
+def test_c52_second_call_capture_comes_from_dynamos_automatic_dynamic_shapes(dynamic):
+    # Token counts per expert as HiDream's routing makes them: a new size on most steps. The
+    # first size is compiled static; once the frame is recompiled dynamic, Dynamo tries that
+    # graph first, so the first size is captured again by it on the second run, once.
+    G = torch.compile(expert, backend="graphdispatch", dynamic=dynamic,
+                      options={"graph_only": True, "device_graph": "emulated"})
+    w = torch.randn(8, 8)
+    runs = []
+    for _ in range(3):
+        for tokens in (5, 7, 9):
+            x = torch.randn(tokens, 8)
+            assert torch.equal(G(x, w), expert(x, w))
+        runs.append(stats()["captures"])
+    assert stats()["fallbacks"] == {}
+    second_run_captures = 1 if dynamic is None else 0
+    assert runs[1] - runs[0] == second_run_captures and runs[2] == runs[1], runs
