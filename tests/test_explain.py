@@ -73,8 +73,8 @@ def test_names_the_input_that_makes_calls_fall_back():
     (fallback,) = graph["fallbacks"]
     weight = next(i for i in graph["inputs"] if i["shape"] == [4, 8])
     assert fallback["reason"] == "requires_grad" and fallback["position"] == weight["position"]
-    assert weight["kind"] == "static"
-    assert fallback["detail"] == f"input {weight['position']}: [4, 8]/float32 strides (8, 1)"
+    assert weight["kind"] == "static" and weight["name"] == "weight"  # its module path (C48)
+    assert fallback["detail"] == f"input {weight['position']} (weight): [4, 8]/float32 strides (8, 1)"
     assert f"fallback requires_grad (input {weight['position']})" in str(report)
     assert report.stats["fallbacks"] == {"requires_grad": 1}
 
@@ -158,6 +158,6 @@ def test_aliased_inputs_name_the_later_input():
     (graph,) = report.graphs
     (fallback,) = graph["fallbacks"]
     assert fallback["reason"] == "aliased_inputs" and fallback["position"] == 1
-    assert fallback["detail"] == ("input 1: [6]/float32 strides (1) overlaps input 0 in memory, "
-                                  "and the graph writes one of them")
+    assert fallback["detail"] == ("input 1 (b): [6]/float32 strides (1) overlaps input 0 (a) in "
+                                  "memory, and the graph writes one of them")
     assert report.stats["fallbacks"] == {"aliased_inputs": 1}

@@ -61,3 +61,72 @@ def test_pipeline_under_inference_mode_and_unsafe_outputs(route):
             torch.testing.assert_close(images, expected, rtol=0, atol=demo.ATOL)
     stats = graphdispatch.stats()
     assert stats["fallbacks"] == {} and stats["captures"] == 1 and stats["replays"] == 2 * STEPS
+
+
+def per_step_latents(tiny):
+    """One pipeline call of ``tiny``: the latents after each denoising step, and the images."""
+    steps = []
+
+    def keep(pipe, step, timestep, tensors):
+        steps.append(tensors["latents"].clone())
+        return tensors
+
+    kwargs = dict(tiny.call_kwargs(), callback_on_step_end=keep)
+    with torch.no_grad():
+        images = tiny.pipe(**kwargs).images
+    return steps, images
+
+
+@pytest.mark.parametrize("safe", [True, False], ids=["safe", "unsafe"])
+def test_first_block_cache_steps_equal_eager(safe):
+    # Case C46: First-Block-Cache keeps the previous step's residuals (outputs of the compiled
+    # graphs) across steps; a replay overwriting them in unsafe mode made it skip blocks where
+    # eager computes them. Held outputs are now copied away first, so every step is eager's.
+    from diffusers import FirstBlockCacheConfig
+
+    def cached():
+        tiny = build("flux", CPU, 5)
+        tiny.model.enable_cache(FirstBlockCacheConfig(threshold=0.2))
+        return tiny
+
+    expected, expected_images = per_step_latents(cached())
+    tiny = cached()
+    tiny.model = torch.compile(tiny.model, backend="graphdispatch", options={
+        **GRAPH_ROUTE.options, "safe_output_mode": safe})
+    got, images = per_step_latents(tiny)
+    for step, (a, b) in enumerate(zip(got, expected)):
+        assert torch.equal(a, b), f"step {step}: max |difference| {(a - b).abs().max()}"
+    assert torch.equal(images, expected_images)
+    stats = graphdispatch.stats()
+    assert stats["fallbacks"] == {} and stats["replays"] > stats["captures"] > 0, stats
+    # Not vacuous: in unsafe mode the cache did hold outputs across a replay.
+    assert (stats["held_outputs_copied"] > 0) != safe, stats
+
+
+def test_controlnet_pipeline_with_the_conditioning_scale_changed_between_runs():
+    # Pinned from field round 3: StableDiffusionControlNetPipeline, the UNet and the ControlNet
+    # compiled; each scale's second run replays every step, images equal eager's.
+    from diffusers import ControlNetModel, StableDiffusionControlNetPipeline
+
+    tiny = build("sd", CPU, STEPS)
+    torch.manual_seed(1)
+    # One downsampling step in the conditioning embedding: 16x16 images, 8x8 latents.
+    controlnet = ControlNetModel.from_unet(tiny.pipe.unet, conditioning_embedding_out_channels=(16, 32))
+    pipe = StableDiffusionControlNetPipeline(**tiny.pipe.components, controlnet=controlnet.eval())
+    pipe.set_progress_bar_config(disable=True)
+    image = torch.rand(1, 3, 16, 16)
+
+    def run(scale):
+        with torch.no_grad():
+            return pipe(**tiny.call_kwargs(), image=image, controlnet_conditioning_scale=scale).images
+
+    expected = {scale: run(scale) for scale in (1.0, 0.5)}
+    pipe.unet = torch.compile(pipe.unet, backend="graphdispatch", options=GRAPH_ROUTE.options)
+    pipe.controlnet = torch.compile(pipe.controlnet, backend="graphdispatch", options=GRAPH_ROUTE.options)
+    for scale in (1.0, 0.5, 1.0):
+        assert torch.equal(run(scale), expected[scale])
+        warm = graphdispatch.stats()
+        assert torch.equal(run(scale), expected[scale])
+        stats = graphdispatch.stats()
+        assert stats["captures"] == warm["captures"], stats
+        assert stats["replays"] == warm["replays"] + 2 * STEPS and stats["fallbacks"] == {}, stats

@@ -4,6 +4,7 @@
 #include "runtime/copy_pipeline.h"
 #include "runtime/cpu_graph.h"
 #include "runtime/graph_runner.h"
+#include "runtime/process_budget.h"
 #include "runtime/stats.h"
 
 #include <ATen/record_function.h>
@@ -44,11 +45,15 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
                                          std::optional<std::vector<std::size_t>> mutated_inputs,
                                          int64_t max_entry_bytes, int64_t verify_replays,
                                          double verify_rtol, double verify_atol, bool random,
-                                         int64_t max_recaptures, py::object watch) {
+                                         int64_t max_recaptures, py::object watch,
+                                         std::vector<std::string> input_names,
+                                         int64_t max_total_entry_bytes) {
   TORCH_CHECK_TYPE(PyCallable_Check(fn.ptr()), "fn: expected a callable, got ",
                    std::string(py::str(py::type::of(fn))));
   TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
   TORCH_CHECK_VALUE(max_entry_bytes >= 0, "max_entry_bytes: expected >= 0, got ", max_entry_bytes);
+  TORCH_CHECK_VALUE(max_total_entry_bytes >= 0, "max_total_entry_bytes: expected >= 0, got ",
+                    max_total_entry_bytes);
   TORCH_CHECK_VALUE(verify_replays >= 0, "verify_replays: expected >= 0, got ", verify_replays);
   TORCH_CHECK_VALUE(max_recaptures >= 0, "max_recaptures: expected >= 0, got ", max_recaptures);
   TORCH_CHECK_VALUE(verify_rtol >= 0 && verify_atol >= 0,
@@ -60,11 +65,16 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
   options.copy_stream = copy_stream;
   options.max_entries = static_cast<std::size_t>(max_entries);
   options.max_entry_bytes = static_cast<std::size_t>(max_entry_bytes);
+  options.max_total_entry_bytes = static_cast<std::size_t>(max_total_entry_bytes);
   options.verify_replays = verify_replays;
   options.verify_rtol = verify_rtol;
   options.verify_atol = verify_atol;
   options.random = random;
   options.max_recaptures = max_recaptures;
+  TORCH_CHECK_VALUE(input_names.empty() || input_names.size() == is_static.size(),
+                    "input_names: expected one per input (", is_static.size(), ") or none, got ",
+                    input_names.size());
+  options.input_names = std::move(input_names);
   // None: the writes are unknown, so every dynamic input counts as written (Note [Aliasing]).
   options.mutated_known = mutated_inputs.has_value();
   if (mutated_inputs) {
@@ -96,7 +106,9 @@ void init_runner(py::module_& m) {
            py::arg("mutated_inputs") = py::none(), py::arg("max_entry_bytes") = 0,
            py::arg("verify_replays") = 0, py::arg("verify_rtol") = 0.0,
            py::arg("verify_atol") = 0.0, py::arg("random") = true,
-           py::arg("max_recaptures") = 8, py::arg("watch") = py::none())
+           py::arg("max_recaptures") = 8, py::arg("watch") = py::none(),
+           py::arg("input_names") = std::vector<std::string>{},
+           py::arg("max_total_entry_bytes") = 0)
       .def("__call__",
            [](GraphRunner& self, const py::args& args) {
              auto inputs = to_ivalues(args);
@@ -167,14 +179,10 @@ void init_runner(py::module_& m) {
            "Replays every captured entry's device graph once with nothing around it (no key, "
            "copies or outputs), for measuring the runner's own overhead; graphs that record "
            "their work only (not the emulated graph).")
-      .def("drop_dead_entries",
-           [](GraphRunner& self, std::uintptr_t dying) {
-             py::gil_scoped_release release;
-             self.drop_dead_entries(reinterpret_cast<const c10::TensorImpl*>(dying));
-           },
-           py::arg("dying") = 0,
-           "Drops the entries one of whose static inputs was freed, or is the tensor whose "
-           "`_cdata` is `dying` (being freed now): the watch callback's job.")
+      .def("drop_dead_entries", &GraphRunner::drop_dead_entries,
+           py::call_guard<py::gil_scoped_release>(),
+           "Drops the entries one of whose static inputs was freed or replaced: the watch "
+           "callback's job.")
       .def("reset_after_fork", &GraphRunner::reset_after_fork);
 
   m.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
@@ -194,6 +202,7 @@ void init_stats(py::module_& m) {
     d["bytes_copied"] = s.bytes_copied.load();
     d["recaptures"] = s.recaptures.load();
     d["verified_replays"] = s.verified_replays.load();
+    d["held_outputs_copied"] = s.held_outputs_copied.load();
     d["entries"] = s.live_entries.load();
     d["entry_bytes"] = s.live_entry_bytes.load();
     d["fallbacks"] = s.fallbacks();
@@ -218,6 +227,7 @@ void init_stats(py::module_& m) {
   m.def("after_fork_in_child", [] {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();
+    ProcessBudget::get().reset_after_fork();
   });
 }
 

@@ -83,8 +83,8 @@ Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, const Sign
   for (const auto& [first, second] : sig.overlaps()) {
     if (!options.may_write(first) && !options.may_write(second)) continue;
     const auto& later = inputs[second].toTensor();
-    return {"aliased_inputs", "input " + std::to_string(second) + ": " + describe_layout(later) +
-                                  " overlaps input " + std::to_string(first) +
+    return {"aliased_inputs", options.input(second) + ": " + describe_layout(later) +
+                                  " overlaps " + options.input(first) +
                                   " in memory, and the graph writes one of them"};
   }
   const c10::Device device = device_of(inputs);
@@ -93,11 +93,11 @@ Entry::Refusal Entry::refusal(const std::vector<c10::IValue>& inputs, const Sign
     const auto& v = inputs[i];
     // A graph advances only the generators it registered at capture; an explicit one would
     // hand every replay the same numbers.
-    if (v.isGenerator()) return {"explicit_generator", "input " + std::to_string(i) + ": a torch.Generator"};
+    if (v.isGenerator()) return {"explicit_generator", options.input(i) + ": a torch.Generator"};
     if (!v.isTensor()) continue;
     const auto& t = v.toTensor();
     auto refuse = [&](const char* reason) {
-      return Refusal{reason, "input " + std::to_string(i) + ": " + describe_layout(t)};
+      return Refusal{reason, options.input(i) + ": " + describe_layout(t)};
     };
     // A CPU tensor beside device tensors would be read on the host at capture and baked in.
     if (t.device() != device) return refuse("mixed_devices");
@@ -145,8 +145,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
       e->inputs_.push_back(v);  // the value is part of the key: a constant of the graph
     } else if (is_static[i]) {
       e->static_positions_.push_back(i);
-      e->static_refs_.emplace_back(v.toTensor().getIntrusivePtr());
-      e->static_data_ptrs_.push_back(v.toTensor().data_ptr());
+      e->static_refs_.push_back(v.toTensor().storage().getWeakStorageImpl());
+      e->static_data_ptrs_.push_back(v.toTensor().storage().data());
       e->inputs_.emplace_back();
       if (contains(known, i)) e->static_mutated_.push_back(i);
     } else {
@@ -372,12 +372,12 @@ std::optional<std::pair<std::size_t, std::size_t>> Entry::static_overlap(
   return std::nullopt;
 }
 
-std::optional<std::size_t> Entry::lost_static_input(const c10::TensorImpl* dying) const {
+std::optional<std::size_t> Entry::lost_static_input() const {
   for (std::size_t k = 0; k < static_refs_.size(); ++k) {
-    const auto& ref = static_refs_[k];
-    if (ref._unsafe_get_target() == dying) return static_positions_[k];
-    auto alive = ref.lock();
-    // Freed, or its memory replaced (`param.data = ...`, as Module.to and .half() do).
+    auto alive = static_refs_[k].lock();
+    // Freed, or its memory replaced (`untyped_storage().resize_()`). A tensor given another
+    // storage (`param.data = ...`, a swap) frees the old one unless a view keeps it alive, and
+    // then the old address stays valid for anyone passing it.
     if (!alive || alive->data() != static_data_ptrs_[k]) return static_positions_[k];
   }
   return std::nullopt;
@@ -424,6 +424,35 @@ std::vector<c10::IValue> Entry::hand_out(const std::vector<c10::IValue>& inputs,
   return outputs;
 }
 
+void Entry::copy_away_held_outputs() {
+  for (const auto& [k, storage] : handed_out_) {
+    auto held = storage.lock();
+    if (!held) continue;  // nobody references it any more: the replay may overwrite it
+    const auto& out = static_outputs_[k].toTensor();
+    const auto bytes = out.options().dtype(at::kByte);
+    const auto n = static_cast<std::int64_t>(held->nbytes());
+    auto own = at::empty({n}, bytes);
+    // The device is given, so for_blob does not ask the driver where the pointer lives.
+    own.copy_(at::for_blob(held->mutable_data(), {n}).options(bytes).target_device(out.device())
+                  .make_tensor(),
+              /*non_blocking=*/true);
+    // The holder's tensors read their storage's memory, wherever it is: they now read `own`'s.
+    held->set_data_ptr_noswap(std::move(own.storage().unsafeGetStorageImpl()->mutable_data_ptr()));
+    Stats::get().held_outputs_copied.fetch_add(1, std::memory_order_relaxed);
+  }
+  handed_out_.clear();
+}
+
+void Entry::remember_handed_out(const std::vector<c10::IValue>& outputs) {
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    // Views of inputs lie in the caller's memory, and empty outputs in none of the entry's.
+    if (output_views_[k] || !outputs[k].isTensor()) continue;
+    const auto& t = outputs[k].toTensor();
+    if (!t.defined() || t.numel() == 0 || !t.has_storage()) continue;
+    handed_out_.emplace_back(k, t.storage().getWeakStorageImpl());
+  }
+}
+
 std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
                                        const RunnerOptions& options) {
   RECORD_FUNCTION("graphdispatch::replay", std::vector<c10::IValue>());
@@ -433,6 +462,8 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   auto& stats = Stats::get();
   std::lock_guard<std::mutex> lock(mutex_);
   order_->begin();
+  // First: a held output passed back in as an input is then copied from its own memory.
+  copy_away_held_outputs();
   std::vector<at::Tensor> dst, src;
   std::int64_t bytes = 0, skipped = 0;
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
@@ -478,6 +509,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   stats.bytes_copied.fetch_add(bytes, std::memory_order_relaxed);
   stats.copies_skipped.fetch_add(skipped, std::memory_order_relaxed);
   auto outputs = hand_out(inputs, options.safe_output_mode);
+  if (!options.safe_output_mode) remember_handed_out(outputs);
   order_->end();  // after the clones: they read the static outputs the next replay writes
   return outputs;
 }

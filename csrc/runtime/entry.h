@@ -64,6 +64,19 @@ namespace graphdispatch {
 // `z = c(y)`) is not copied back: the copy-back would overwrite this call's output, and in
 // unsafe mode the earlier output is invalid after the replay anyway (case C30).
 
+// Note [Outputs still held]
+// An unsafe output lies in the entry's static output, which the entry's next replay overwrites.
+// Whoever still references it then — the caller, or a library such as diffusers' First-Block-
+// Cache keeping the previous step's residuals (case C46) — would read the new values in place
+// of its own, silently. So each replay first looks at the storages the previous one handed out
+// (weakly held: one refcount load per output) and gives each one still referenced memory of
+// its own holding its values (one copy, counted in Stats::held_outputs_copied) before the
+// graph writes the static outputs: what the caller holds never changes under it, in either
+// output mode. Outputs no one holds any more cost nothing; unsafe mode saves its copy on the
+// calls whose previous outputs are gone (dropped, or rebound) by the next call of the entry.
+// Two held outputs sharing one static storage each get their own copy: their values stay
+// right, the link between them does not.
+
 // Note [Verified replays]
 // With verify_replays=K the first K replays of each entry also run the callable on clones of
 // the dynamic inputs from the same RNG state, and compare every output: exactly (rtol = atol
@@ -153,10 +166,10 @@ class Entry final {
   Verified replay_verified(const Callable& fn, const std::vector<c10::IValue>& inputs,
                            const RunnerOptions& options);
 
-  /// The position of a static input the entry lost, or nullopt: one freed, being freed now
-  /// (`dying`), or whose memory was replaced (`param.data = ...`). Such an entry can never
-  /// serve a call again.
-  std::optional<std::size_t> lost_static_input(const c10::TensorImpl* dying = nullptr) const;
+  /// The position of a static input the entry lost, or nullopt: one whose storage was freed
+  /// (with the tensor, or replaced by `param.data = ...` or a swap) or given other memory.
+  /// Such an entry can never serve a call again.
+  std::optional<std::size_t> lost_static_input() const;
   /// (dynamic position, static position) of a written dynamic input overlapping a static
   /// input, or of a dynamic input overlapping a written static one (Note [Aliasing]); such a
   /// call must not replay. Free for graphs that write no input.
@@ -193,6 +206,10 @@ class Entry final {
   void plan_aliasing_checks(const std::vector<c10::IValue>& inputs, const RunnerOptions& options);
   /// The outputs of one replay, as the output mode and Note [Outputs] say.
   std::vector<c10::IValue> hand_out(const std::vector<c10::IValue>& inputs, bool safe) const;
+  /// Note [Outputs still held]: moves the unsafe outputs of the previous replay that are still
+  /// referenced into memory of their own; remembers the ones `outputs` hands out now.
+  void copy_away_held_outputs();
+  void remember_handed_out(const std::vector<c10::IValue>& outputs);
   /// The tensors a copy between the caller's input `i` and its buffer moves (Note [Expanded
   /// tensors]).
   at::Tensor copied_part(const at::Tensor& t, std::size_t k) const {
@@ -203,8 +220,11 @@ class Entry final {
   // Per input position: the buffer of a dynamic input, the value of a constant, None for a
   // static input (Note [Static inputs]: held weakly, in static_refs_).
   std::vector<c10::IValue> inputs_;
-  std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>> static_refs_;
-  std::vector<const void*> static_data_ptrs_;  // at capture; compared, never dereferenced
+  // Their storages, not the tensors: torch.utils.swap_tensors refuses a tensor with any weak
+  // reference, C++ ones included, and module.to() / load_state_dict(assign=True) swap
+  // parameters that way (case C45).
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> static_refs_;
+  std::vector<const void*> static_data_ptrs_;  // storages' at capture; compared, never read
   const std::vector<c10::IValue>* replaying_ = nullptr;  // the call replaying, under mutex_
   std::vector<std::size_t> dynamic_positions_;
   std::vector<bool> expanded_;  // per dynamic input: copied through its unexpanded part
@@ -222,6 +242,9 @@ class Entry final {
   std::vector<std::int64_t> output_group_;
   std::vector<at::Tensor> group_storages_;  // each as a byte tensor over the whole storage
   SpanSet output_spans_;  // the static outputs' memory, for the copy-back check (case C30)
+  // Unsafe mode: (output position, its storage) of what the last replay handed out, weakly
+  // held (Note [Outputs still held]). Under mutex_.
+  std::vector<std::pair<std::size_t, c10::weak_intrusive_ptr<c10::StorageImpl>>> handed_out_;
   // Note [Aliasing]: the spans a written input could reach.
   std::vector<bool> written_;        // per position: the graph writes this dynamic input
   SpanSet static_spans_;             // every static input, when a dynamic input is written

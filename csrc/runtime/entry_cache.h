@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +35,8 @@ inline Eviction parse_eviction(const std::string& name) {
 /// run concurrently with other `find`s (it only stamps an atomic use counter, so LRU hits need
 /// no exclusive lock); everything else needs the caller's exclusive lock. The LRU victim search
 /// costs O(entries) and runs only when a full cache inserts. No anchor evicts by memory.
+/// Insertions and uses are stamped from one clock shared by every cache of a type, so victims
+/// of several caches compare (the process byte budget, Note [Process byte budget]).
 template <class Key, class Value, class Hash = std::hash<Key>>
 class EntryCache final {
  public:
@@ -72,7 +75,8 @@ class EntryCache final {
     slot.value = std::move(value);
     slot.bytes = bytes;
     bytes_ += bytes;
-    slot.last_use.store(++clock_, std::memory_order_relaxed);
+    slot.inserted = ++clock_;
+    slot.last_use.store(slot.inserted, std::memory_order_relaxed);
     order_.push_back(key);
     return victim;
   }
@@ -89,6 +93,33 @@ class EntryCache final {
       victims.push_back(std::move(victim));
     }
     return victims;
+  }
+
+  /// (stamp, key) of the value the byte budget would evict next in `eviction`'s order (its
+  /// insertion stamp for FIFO, its last use for LRU), among values holding bytes, never
+  /// `keep`; nullopt when there is none. Stamps of caches of one type compare.
+  std::optional<std::pair<std::uint64_t, Key>> next_victim(Eviction eviction,
+                                                           const Key* keep) const {
+    std::optional<std::pair<std::uint64_t, Key>> best;
+    for (const auto& [key, slot] : slots_) {
+      if (slot.bytes == 0 || (keep != nullptr && key == *keep)) continue;
+      const auto stamp = eviction == Eviction::kFifo
+                             ? slot.inserted
+                             : slot.last_use.load(std::memory_order_relaxed);
+      if (!best || stamp < best->first) best.emplace(stamp, key);
+    }
+    return best;
+  }
+
+  /// Removes `key`; returns its value, or nullptr when absent.
+  std::shared_ptr<Value> erase(const Key& key) {
+    auto it = slots_.find(key);
+    if (it == slots_.end()) return nullptr;
+    auto value = std::move(it->second.value);
+    bytes_ -= it->second.bytes;
+    slots_.erase(it);
+    order_.erase(std::find(order_.begin(), order_.end(), key));
+    return value;
   }
 
   /// (key, value, bytes) of every entry, oldest inserted first.
@@ -137,6 +168,7 @@ class EntryCache final {
   struct Slot {
     std::shared_ptr<Value> value;
     std::size_t bytes = 0;
+    std::uint64_t inserted = 0;
     mutable std::atomic<std::uint64_t> last_use{0};
   };
 
@@ -168,7 +200,7 @@ class EntryCache final {
   std::size_t max_bytes_;
   Eviction eviction_;
   std::size_t bytes_ = 0;
-  mutable std::atomic<std::uint64_t> clock_{0};
+  static inline std::atomic<std::uint64_t> clock_{0};
   std::unordered_map<Key, Slot, Hash> slots_;
   std::deque<Key> order_;  // insertion order; the FIFO victim is the front
 };

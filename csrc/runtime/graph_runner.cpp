@@ -1,5 +1,6 @@
 #include "runtime/graph_runner.h"
 
+#include "runtime/process_budget.h"
 #include "runtime/stats.h"
 
 #include <ATen/record_function.h>
@@ -24,6 +25,20 @@ GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
   TORCH_CHECK(options_.verify_rtol >= 0 && options_.verify_atol >= 0,
               "verify_rtol, verify_atol: expected >= 0, got ", options_.verify_rtol, ", ",
               options_.verify_atol);
+  ProcessBudget::get().join(this);
+}
+
+GraphRunner::~GraphRunner() { ProcessBudget::get().leave(this); }
+
+std::optional<std::pair<std::uint64_t, Signature>> GraphRunner::budget_victim(
+    Eviction eviction, const Signature* keep) const {
+  std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
+  return state_->cache.next_victim(eviction, keep);
+}
+
+std::shared_ptr<Entry> GraphRunner::evict_for_budget(const Signature& sig) {
+  std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
+  return state_->cache.erase(sig);
 }
 
 void GraphRunner::check_arity(const std::vector<c10::IValue>& inputs) const {
@@ -82,12 +97,12 @@ void GraphRunner::reset_after_fork() {
   state_ = std::make_unique<State>(options_);
 }
 
-void GraphRunner::drop_dead_entries(const c10::TensorImpl* dying) {
+void GraphRunner::drop_dead_entries() {
   std::vector<std::pair<Signature, std::shared_ptr<Entry>>> dead;
   {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     dead = state_->cache.take_if(
-        [&](const Entry& e) { return e.lost_static_input(dying).has_value(); });
+        [&](const Entry& e) { return e.lost_static_input().has_value(); });
   }
   if (dead.empty()) return;
   std::lock_guard<std::mutex> lock(state_->layouts_mutex);
@@ -97,7 +112,7 @@ void GraphRunner::drop_dead_entries(const c10::TensorImpl* dying) {
     if (entry->replays() > 1) continue;
     auto& layout = state_->layouts[sig.layout()];
     ++layout.lost;
-    layout.moving_position = *entry->lost_static_input(dying);
+    layout.moving_position = *entry->lost_static_input();
   }
   // `dead` is destroyed here, outside the cache lock (see clear()).
 }
@@ -107,15 +122,21 @@ std::string GraphRunner::moving_static_input(const Signature& sig,
   std::lock_guard<std::mutex> lock(state_->layouts_mutex);
   auto found = state_->layouts.find(sig.layout());
   if (found == state_->layouts.end() || found->second.lost == 0) return "";
-  const auto& layout = found->second;
+  auto& layout = found->second;
   // Bounded by the losses, not by the captures: new weights that stay alive (another instance
   // sharing the graph) are captured whatever was lost before.
   if (layout.lost <= options_.max_recaptures) {
     Stats::get().recaptures.fetch_add(1, std::memory_order_relaxed);
     return "";
   }
+  layout.same_in_a_row = layout.last_refused == sig ? layout.same_in_a_row + 1 : 1;
+  layout.last_refused = sig;
+  if (layout.same_in_a_row >= kStableCalls) {  // settled: the budget refills (case C47)
+    layout = State::Layout{};
+    return "";
+  }
   const auto i = layout.moving_position;
-  return "input " + std::to_string(i) + ": " + describe_layout(inputs[i].toTensor()) +
+  return options_.input(i) + ": " + describe_layout(inputs[i].toTensor()) +
          " (a parameter, buffer or state tensor read in place) was freed or replaced " +
          std::to_string(layout.lost) + " times, each time before a second call could replay "
          "its graph (max_recaptures=" + std::to_string(options_.max_recaptures) + ")";
@@ -163,6 +184,22 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     displaced = state_->cache.insert(sig, entry, static_cast<std::size_t>(entry->bytes()));
     over_budget = state_->cache.evict_over_budget(sig);
   }
+  // Outside the cache lock: the budget takes each runner's lock in turn, this one's included.
+  std::vector<std::shared_ptr<Entry>> over_process_budget;
+  if (options_.max_total_entry_bytes != 0 && entry->bytes() > 0) {
+    over_process_budget = ProcessBudget::get().enforce(options_.max_total_entry_bytes,
+                                                       options_.eviction, this, sig);
+  }
+  if (!over_process_budget.empty()) {
+    stats.evictions.fetch_add(static_cast<std::int64_t>(over_process_budget.size()),
+                              std::memory_order_relaxed);
+    if (!over_process_budget_logged_.exchange(true) && options_.log) {
+      options_.log("the entries of all compiled graphs hold more than max_total_entry_bytes=" +
+                   std::to_string(options_.max_total_entry_bytes) + ": evicting across graphs, " +
+                   (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest") +
+                   " first");
+    }
+  }
   if (displaced) {
     stats.evictions.fetch_add(1, std::memory_order_relaxed);
     if (!evicting_logged_.exchange(true) && options_.log) {
@@ -186,7 +223,7 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     }
     if (!statics.empty()) options_.watch(statics);
   }
-  return entry;  // `displaced` and `over_budget` are destroyed here, outside the cache lock
+  return entry;  // the evicted entries are destroyed here, outside every lock
 }
 
 std::string fallback_advice(const std::string& reason) {
@@ -280,9 +317,9 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
   if (auto overlap = entry->static_overlap(inputs)) {
     const auto [dynamic, fixed] = *overlap;
     return fall_back("aliased_inputs",
-                     "input " + std::to_string(dynamic) + ": " +
-                         describe_layout(inputs[dynamic].toTensor()) + " overlaps input " +
-                         std::to_string(fixed) +
+                     options_.input(dynamic) + ": " +
+                         describe_layout(inputs[dynamic].toTensor()) + " overlaps " +
+                         options_.input(fixed) +
                          " (read in place) in memory, and the graph writes one of them",
                      inputs);
   }

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -36,7 +37,16 @@ std::string fallback_advice(const std::string& reason);
 // recaptures; once it lost more than max_recaptures, calls with new addresses for that layout
 // run without a graph (fallback static_inputs_moving), with one warning naming the input.
 // Entries already captured keep replaying. PyTorch's cudagraph trees bound re-recording for
-// the same reason.
+// the same reason. Unlike theirs, the bound is not forever (case C47): weights loaded or
+// offloaded at start-up move for a while, then stay. Once kStableCalls calls in a row of a
+// falling-back layout bring the same addresses, the layout's losses are forgotten, so it
+// captures and replays again, with max_recaptures to spend when its inputs next start moving.
+// A state tensor reassigned every call never qualifies: each call's new tensor is allocated
+// while the previous one is alive, so two calls in a row never share its address.
+
+/// Calls in a row with the same static addresses after which a layout that fell back for
+/// static_inputs_moving captures again (Note [Moving static inputs]).
+inline constexpr std::int64_t kStableCalls = 3;
 
 /// The runner of one compiled graph: signature → entry cache → entry → replay.
 ///
@@ -53,6 +63,7 @@ class GraphRunner final {
               std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options);
   GraphRunner(const GraphRunner&) = delete;
   GraphRunner& operator=(const GraphRunner&) = delete;
+  ~GraphRunner();
 
   /// One call: replay of the entry for these inputs, capturing it first on a miss.
   std::vector<c10::IValue> operator()(const std::vector<c10::IValue>& inputs);
@@ -71,16 +82,24 @@ class GraphRunner final {
   void replay_graphs() const;
   /// Drops every entry (graphs reset, buffers freed).
   void clear();
-  /// Drops the entries one of whose static inputs was freed or is `dying` (a tensor being
-  /// freed now: a Python weakref callback runs before the tensor is released) (Note [Moving
-  /// static inputs]); called by the layer that watches them (RunnerOptions::watch), and on
-  /// every miss. Takes only the cache lock, so it may run from a finalizer inside a call of
-  /// this runner.
-  void drop_dead_entries(const c10::TensorImpl* dying = nullptr);
+  /// Drops the entries one of whose static inputs was freed or replaced (Note [Moving static
+  /// inputs]); called by the layer that watches them (RunnerOptions::watch), and on every
+  /// miss. Takes only the cache lock, so it may run from a finalizer inside a call of this
+  /// runner.
+  void drop_dead_entries();
   /// In a forked child: forgets the parent's entries without resetting their graphs, and
   /// replaces the locks, which a parent thread may have held at fork.
   void reset_after_fork();
   const RunnerOptions& options() const { return options_; }
+
+  /// For the process byte budget (Note [Process byte budget] in process_budget.h): (stamp,
+  /// key) of the entry holding bytes this runner would give up next in `eviction`'s order,
+  /// never `keep`; nullopt when none.
+  std::optional<std::pair<std::uint64_t, Signature>> budget_victim(Eviction eviction,
+                                                                   const Signature* keep) const;
+  /// Removes the entry for `sig` and returns it (nullptr when it is gone), for the caller to
+  /// destroy outside its locks.
+  std::shared_ptr<Entry> evict_for_budget(const Signature& sig);
 
  private:
   using Cache = EntryCache<Signature, Entry, Signature::Hasher>;
@@ -102,6 +121,10 @@ class GraphRunner final {
     struct Layout {
       std::int64_t lost = 0;
       std::size_t moving_position = 0;  // a static input whose loss was seen last
+      // Past the bound: the key of the last call that fell back, and how many calls in a row
+      // brought it.
+      std::optional<Signature> last_refused;
+      std::int64_t same_in_a_row = 0;
     };
     std::mutex layouts_mutex;
     std::map<std::vector<std::int64_t>, Layout> layouts;
@@ -134,6 +157,7 @@ class GraphRunner final {
   std::unique_ptr<State> state_;  // released, not destroyed, after fork (reset_after_fork)
   std::atomic<bool> evicting_logged_{false};
   std::atomic<bool> over_budget_logged_{false};
+  std::atomic<bool> over_process_budget_logged_{false};
 };
 
 }  // namespace graphdispatch

@@ -55,6 +55,9 @@ struct RunnerOptions final {
   /// Bytes the runner's live entries may hold (Entry::bytes); 0 = unbounded. Eviction, in the
   /// order `eviction` says, keeps them under it; an entry alone over it is kept.
   std::size_t max_entry_bytes = 0;
+  /// Bytes the entries of every runner of the process may hold together (Note [Process byte
+  /// budget] in process_budget.h); 0 = unbounded. Applied when this runner captures.
+  std::size_t max_total_entry_bytes = 0;
   Eviction eviction = Eviction::kFifo;
   /// Input positions the callable writes to, known from its ops' schemas (the Python layer
   /// reads them off the graph). Version counters alone miss ops that write without bumping
@@ -80,6 +83,17 @@ struct RunnerOptions final {
   /// Tolerances of that check; 0 and 0 compare exactly.
   double verify_rtol = 0.0;
   double verify_atol = 0.0;
+  /// Per input position, what the user calls it: a parameter's or buffer's module path
+  /// (`blocks.3.attn.to_q.weight`), an argument's name (`hidden_states`), or "" when unknown
+  /// (case C48). Empty when none is known.
+  std::vector<std::string> input_names;
+  /// "input 3 (blocks.3.attn.to_q.weight)", or "input 3" without a name: how every warning and
+  /// fallback detail names an input.
+  std::string input(std::size_t i) const {
+    std::string out = "input " + std::to_string(i);
+    if (i < input_names.size() && !input_names[i].empty()) out += " (" + input_names[i] + ")";
+    return out;
+  }
   LogSink log;
   WatchSink watch;
 };

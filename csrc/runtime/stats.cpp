@@ -19,7 +19,7 @@ std::map<std::string, std::int64_t> Stats::fallbacks() const {
 
 void Stats::reset() {
   for (auto* c : {&captures, &replays, &cache_hits, &cache_misses, &evictions, &copies_skipped,
-                  &bytes_copied, &recaptures, &verified_replays}) {
+                  &bytes_copied, &recaptures, &verified_replays, &held_outputs_copied}) {
     c->store(0, std::memory_order_relaxed);
   }
   std::lock_guard<std::mutex> lock(*fallbacks_mutex_);

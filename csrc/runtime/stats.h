@@ -28,6 +28,9 @@ class Stats final {
   std::atomic<std::int64_t> recaptures{0};
   /// Replays checked against the non-graph path (verify_replays).
   std::atomic<std::int64_t> verified_replays{0};
+  /// Unsafe outputs still referenced when their entry replayed again, copied away first
+  /// (Note [Outputs still held] in entry.h).
+  std::atomic<std::int64_t> held_outputs_copied{0};
   /// Gauges, not totals (reset() leaves them): captured entries alive in this process and the
   /// bytes they hold (Entry::bytes). A forked child starts from zero: the parent's entries are
   /// not its own.

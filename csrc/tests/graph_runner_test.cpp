@@ -103,12 +103,18 @@ TEST_F(GraphRunnerTest, UnsafeOutputsAreFreshTensorsOverTheStaticOutputs) {
   RunnerOptions options;
   options.safe_output_mode = false;
   GraphRunner runner(mul_add, {false, false}, factory, options);
-  auto y1 = runner({at::randn({4}), at::randn({4})})[0].toTensor();
+  auto a1 = at::randn({4}), b1 = at::randn({4});
+  auto y1 = runner({a1, b1})[0].toTensor();
+  const void* static_output = y1.data_ptr();
   y1.unsqueeze_(0);  // the caller's metadata change stays on the caller's object (case C31)
   auto a2 = at::randn({4}), b2 = at::randn({4});
   auto y2 = runner({a2, b2})[0].toTensor();
   EXPECT_FALSE(y1.is_same(y2));
-  EXPECT_EQ(y1.data_ptr(), y2.data_ptr());  // documented contract: valid until the next replay
+  EXPECT_EQ(y2.data_ptr(), static_output);
+  // Note [Outputs still held]: y1, held across the replay, was moved out of its way.
+  EXPECT_NE(y1.data_ptr(), static_output);
+  EXPECT_TRUE(at::equal(y1[0], a1 * 2 + b1));
+  EXPECT_EQ(Stats::get().held_outputs_copied, 1);
   EXPECT_EQ(y2.sizes(), at::IntArrayRef({4}));
   EXPECT_TRUE(at::equal(y2, a2 * 2 + b2));
   // Growing it would move the memory the graph writes: its storage cannot be resized.
@@ -247,6 +253,37 @@ TEST_F(GraphRunnerTest, StaticInputThatKeepsMovingFallsBackAfterMaxRecaptures) {
   int warnings = 0;
   for (const auto& m : logged) warnings += m.find("static_inputs_moving") != std::string::npos;
   EXPECT_EQ(warnings, 1);
+
+  // Case C47: the state stops moving. The kStableCalls-th call in a row with the same `h`
+  // refills the budget: it captures, every later one replays.
+  const auto replays = Stats::get().replays.load();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_TRUE(at::allclose(runner({h, x})[0].toTensor(), h * 0.5 + x));
+  }
+  EXPECT_EQ(Stats::get().captures, 4);
+  EXPECT_EQ(Stats::get().fallbacks().at("static_inputs_moving"), 3 + kStableCalls - 1);
+  EXPECT_EQ(Stats::get().replays - replays, 6 - (kStableCalls - 1));
+}
+
+TEST_F(GraphRunnerTest, ProcessBudgetEvictsAcrossRunners) {
+  // Case C49: one budget for every runner; the other runner's oldest entry goes first.
+  RunnerOptions options;
+  GraphRunner probe(mul_add, {false, false}, factory, options);
+  probe({at::randn({64}), at::randn({64})});
+  const auto one = probe.entry_bytes();
+  probe.clear();
+  options.max_total_entry_bytes = one * 3 / 2;
+  GraphRunner a(mul_add, {false, false}, factory, options), b(mul_add, {false, false}, factory, options);
+  auto x = at::randn({64}), y = at::randn({64});
+  a({x, y});
+  EXPECT_EQ(a.num_entries(), 1u);
+  EXPECT_TRUE(at::equal(b({x, y})[0].toTensor(), x * 2 + y));
+  EXPECT_EQ(a.num_entries(), 0u);  // evicted by b's capture
+  EXPECT_EQ(b.num_entries(), 1u);
+  EXPECT_EQ(Stats::get().evictions, 1);
+  EXPECT_TRUE(at::equal(a({x, y})[0].toTensor(), x * 2 + y));  // a captures again, b's goes
+  EXPECT_EQ(b.num_entries(), 0u);
+  EXPECT_EQ(Stats::get().evictions, 2);
 }
 
 TEST_F(GraphRunnerTest, WrittenInputOverlappingAStaticInputFallsBack) {

@@ -63,11 +63,13 @@ def stats() -> dict[str, Any]:
     Keys: captures, replays, cache_hits and cache_misses (lookups of a signature; a hit on a
     negative entry, one whose capture was refused or failed, counts as a hit and as a
     fallback; a thread that found nothing and then waited for another thread's capture of
-    the same signature counts as a miss), evictions (by max_entries or max_entry_bytes),
+    the same signature counts as a miss), evictions (by max_entries, max_entry_bytes or
+    max_total_entry_bytes),
     copies_skipped, bytes_copied (bytes of dynamic inputs copied into
     entry buffers), recaptures (captures after a tensor read in place was freed or replaced,
     bounded by max_recaptures), verified_replays (replays checked against
-    the non-graph path, verify_replays), fallbacks ({reason: calls served by the
+    the non-graph path, verify_replays), held_outputs_copied (unsafe outputs still referenced
+    when their entry replayed again, copied into memory of their own first), fallbacks ({reason: calls served by the
     non-graph path}: aliased_inputs, mixed_devices, requires_grad, unsupported_tensor,
     capture_failed, explicit_generator, data_dependent, verify_mismatch,
     static_inputs_moving), routes ({route: graphs compiled since the last reset}); and two

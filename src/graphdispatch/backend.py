@@ -37,8 +37,8 @@ from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
 from .device_graphs import choose_kind, make_factory, warn_without_warmup
 from .entry_lifetime import StaticInputWatch
-from .graph_analysis import (describe_node, flat_output, graph_refusal, is_static_input,
-                             graph_effects, marked_static_address)
+from .graph_analysis import (describe_node, flat_output, graph_refusal, input_name,
+                             is_static_input, graph_effects, marked_static_address)
 
 log = logging.getLogger("graphdispatch")
 
@@ -188,13 +188,15 @@ class CompiledGraph:
 
     ``runner`` is the C++ GraphRunner (None on the default route and for a graph refused as a
     whole, whose reason is ``refusal``, decided at ``refusal_node``); ``is_static``/``mutated``
-    are per input position.
+    are per input position; ``names`` per input what the user calls it, or "" (read while
+    Dynamo's sources are on the placeholders: it drops them after the compile).
     """
 
     gm: torch.fx.GraphModule
     example_inputs: list[Any]
     route: str
     reason: str
+    names: list[str] = dataclasses.field(default_factory=list)
     runner: Any = None
     refusal: str | None = None
     refusal_node: torch.fx.Node | None = None
@@ -249,7 +251,8 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         random=effects.random, max_recaptures=options["max_recaptures"], watch=watch,
         max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
         verify_rtol=0.0 if exact else options["verify_rtol"],
-        verify_atol=0.0 if exact else options["verify_atol"])
+        verify_atol=0.0 if exact else options["verify_atol"],
+        input_names=record.names, max_total_entry_bytes=options["max_total_entry_bytes"])
     watch.bind(runner)
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
@@ -271,8 +274,8 @@ class Backend:
 
     Options (design 2.1; see ``graphdispatch.config`` for each one's meaning and default):
     graph_only, graph_with_compile, lazy_capture, max_entries, eviction, safe_output_mode,
-    warmup_iters, copy_stream, device_graph, max_entry_bytes, verify_replays, verify_rtol,
-    verify_atol, max_recaptures; ``-`` or ``_`` in keys; MindIE-SD's
+    warmup_iters, copy_stream, device_graph, max_entry_bytes, max_total_entry_bytes,
+    verify_replays, verify_rtol, verify_atol, max_recaptures; ``-`` or ``_`` in keys; MindIE-SD's
     ``aclgraph_*`` names as aliases. ``mode`` is None, "default" or "reduce-overhead" (the
     graph_with_compile route). Raises TypeError/ValueError naming the key for an invalid
     option, before any work.
@@ -299,7 +302,8 @@ class Backend:
         ROUTE_SETUP[route]()
         log.info("graphdispatch route %s (%s) for a graph of %d nodes", route, reason, len(gm.graph.nodes))
         _count_route(route)
-        record = CompiledGraph(gm, list(example_inputs), route, reason)
+        record = CompiledGraph(gm, list(example_inputs), route, reason,
+                               [input_name(n) for n in gm.graph.find_nodes(op="placeholder")])
         if route == ROUTE_DEFAULT:
             compiled = _inductor(gm, example_inputs, cudagraphs=False)
         else:

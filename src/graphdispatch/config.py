@@ -46,8 +46,8 @@ lazy_capture: bool = False
 max_entries: int = 0
 # Which entry a full cache evicts: "fifo" (seed) or "lru".
 eviction: str = "fifo"
-# Return clones of the graph's outputs. When False the caller gets the graph's static outputs,
-# valid only until the next replay of any graph sharing the pool.
+# Return clones of the graph's outputs. When False the caller gets the graph's static outputs;
+# one still referenced when its entry replays again is first copied into memory of its own.
 safe_output_mode: bool = True
 # Eager runs before capture, on a warmup stream apart from the capture stream, so lazy library
 # setup (cuBLAS handles) happens outside the capture (docs/usage.md, "Workspaces"); 0 warns once
@@ -63,6 +63,11 @@ device_graph: str = "auto"
 # memory each capture added, or its static outputs where there is no pool); 0 = unbounded.
 # Over it, eviction (as `eviction` says) drops entries; a single entry over it is kept.
 max_entry_bytes: int = 0
+# Bytes the cached graphs of every compiled graph of the process may hold together (counted as
+# max_entry_bytes counts them); 0 = unbounded. Over it, a capture evicts across all compiled
+# graphs, oldest (fifo) or least recently used (lru) first as its `eviction` says; the entry
+# just captured is kept. Two experts, regional compilation and recompiles share one budget.
+max_total_entry_bytes: int = 0
 # The first K replays of each entry also run the non-graph path on copies of the inputs and
 # compare every output; a mismatch warns, disables the entry and returns the non-graph result.
 verify_replays: int = 0
@@ -73,8 +78,9 @@ verify_atol: float = 1e-6
 # Entries a compiled graph may lose, per input layout, because a tensor it reads in place (a
 # parameter, buffer or state tensor) was freed or replaced before a second call replayed them:
 # past it, calls with new addresses run without a graph (fallback static_inputs_moving, one
-# warning naming the input). New weight sets that stay alive (module instances, experts sharing
-# one graph) each get an entry and do not count.
+# warning naming the input), until three calls in a row bring the same addresses: the budget
+# then refills and the graph captures again. New weight sets that stay alive (module instances,
+# experts sharing one graph) each get an entry and do not count.
 # PyTorch's cudagraph trees bound re-recording for the same reason
 # (triton.cudagraph_unexpected_rerecord_limit).
 max_recaptures: int = 8
@@ -90,6 +96,7 @@ _TYPES: dict[str, type] = {
     "copy_stream": bool,
     "device_graph": str,
     "max_entry_bytes": int,
+    "max_total_entry_bytes": int,
     "verify_replays": int,
     "verify_rtol": float,
     "verify_atol": float,
@@ -107,6 +114,7 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "max_entries": (0, _INT64_MAX),
     "warmup_iters": (0, _INT64_MAX),
     "max_entry_bytes": (0, _INT64_MAX),
+    "max_total_entry_bytes": (0, _INT64_MAX),
     "verify_replays": (0, _INT64_MAX),
     "max_recaptures": (0, _INT64_MAX),
 }

@@ -35,7 +35,7 @@ def advice(reason: str) -> str:
     return ADVICE.get(reason) or _C.fallback_advice(reason)
 
 
-_INPUT_POSITION = re.compile(r"^input (\d+):")
+_INPUT_POSITION = re.compile(r"^input (\d+)\b")
 
 
 @dataclasses.dataclass
@@ -104,13 +104,14 @@ def _inputs_table(inputs: list[dict[str, Any]]) -> list[str]:
             continue  # parameters and buffers: counted above, listed in to_dict()
         written = ", written" if i.get("written") else ""
         copied = f", copies {i['copy_bytes']} bytes a call" if i["kind"] == "dynamic" else ""
-        lines.append(f"  {i['position']}: {i['kind']}{written} {i['description']}{copied}")
+        name = f" {i['name']}" if i["name"] else ""
+        lines.append(f"  {i['position']}{name}: {i['kind']}{written} {i['description']}{copied}")
     return lines
 
 
-def _describe_input(position: int, value: Any, record: Any) -> dict[str, Any]:
+def _describe_input(position: int, value: Any, record: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, torch.Tensor):
-        return {"position": position, "kind": "constant", "description": repr(value)}
+        return {"position": position, "name": name, "kind": "constant", "description": repr(value)}
     if record.runner is None:
         kind = "uncaptured"  # the default route, or a graph refused as a whole: never copied
     else:
@@ -118,6 +119,8 @@ def _describe_input(position: int, value: Any, record: Any) -> dict[str, Any]:
     dtype = str(value.dtype).removeprefix("torch.")
     return {
         "position": position,
+        # A parameter's or buffer's module path, an argument's name, or "" (case C48).
+        "name": name,
         # static: read in place, never copied; dynamic: copied into the entry's buffer (the copy
         # is skipped when the caller passes that buffer); constant: its value is in the key.
         "kind": kind,
@@ -163,7 +166,8 @@ def _graph_report(index: int, record: Any) -> dict[str, Any]:
         "route": record.route,
         "route_reason": record.reason,
         "ops": sum(1 for n in record.gm.graph.nodes if n.op.startswith("call_")),
-        "inputs": [_describe_input(i, v, record) for i, v in enumerate(record.example_inputs)],
+        "inputs": [_describe_input(i, v, record, name) for i, (v, name) in
+                   enumerate(zip(record.example_inputs, record.names))],
         "entries": entries,
         "fallbacks": _fallbacks(record, entries),
     }

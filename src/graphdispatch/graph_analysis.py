@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from typing import Any
 
 import torch
@@ -29,6 +30,43 @@ def is_static_input(node: torch.fx.Node, value: Any) -> bool:
         guard_source = guard_source()
     return any(getattr(guard_source, check, lambda: False)()
                for check in ("is_specialized_nn_module", "is_unspecialized_nn_module"))
+
+
+# Dynamo's source of a graph input: a local (`L['hidden_states']`), then module, parameter and
+# buffer accesses (group 1), attributes (2), items by key (3) or index (4).
+_LOCAL = re.compile(r"L\['([^']+)'\]")
+_ACCESS = re.compile(
+    r"\._(?:modules|parameters|buffers)\['([^']*)'\]|\.([A-Za-z_]\w*)|\['([^']*)'\]|\[(\d+)\]")
+
+
+def input_name(node: torch.fx.Node) -> str:
+    """What the user calls the input ``node`` holds (case C48): a parameter or buffer by its
+    module path (``transformer_blocks.3.attn.to_q.weight``, from Dynamo's source
+    ``L['self']._modules['transformer_blocks']._modules['3']...``), a tensor argument by its
+    name (``hidden_states``, also from ``L['kwargs']['hidden_states']``), anything else by
+    Dynamo's own source name; "" when Dynamo kept no source."""
+    source = getattr(node.meta.get("grapharg"), "source", None)
+    name = getattr(source, "name", None)
+    if callable(name):  # a method in some PyTorch versions, a property in others
+        name = name()
+    if not isinstance(name, str):
+        return ""
+    local = _LOCAL.match(name)
+    if local is None:
+        return name
+    parts, end, in_module = [], local.end(), False
+    for access in _ACCESS.finditer(name, end):
+        if access.start() != end:
+            return name  # an access this reading does not know: Dynamo's name is clearer
+        parts.append(next(group for group in access.groups() if group is not None))
+        in_module = in_module or access.group(1) is not None
+        end = access.end()
+    if end != len(name):
+        return name
+    # A path through a module starts below the module compiled (`self`, or whatever local
+    # holds it); keyword arguments are named by their key.
+    root = [] if in_module or (local.group(1) == "kwargs" and parts) else [local.group(1)]
+    return ".".join(root + parts)
 
 
 def marked_static_address(value: Any) -> bool:

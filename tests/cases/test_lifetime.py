@@ -223,3 +223,25 @@ def test_models_used_after_a_few_one_shot_losses_still_capture():
             del model
             gc.collect()
     assert stats()["fallbacks"] == {} and stats()["replays"] == 14
+
+
+# ---- C47: weights that stop moving get their graph back -------------------------------------
+
+def test_c47_weights_that_settle_capture_again_and_replay():
+    # LoRA rebinding (`.data =`) on every call for a while, as at start-up; then served as is.
+    model, x = Block(), torch.randn(2, 8)
+    G = compiled(model, max_recaptures=2)
+    with torch.no_grad():
+        for _ in range(20):
+            model.lin.weight.data = torch.randn(8, 8)
+            assert torch.equal(G(x), model(x))
+        moving = stats()
+        assert fallbacks("static_inputs_moving") > 0  # not vacuous: the bound was reached
+        for _ in range(20):
+            assert torch.equal(G(x), model(x))
+    s = stats()
+    # The 20th call brought the settled weights; three calls in a row with them (kStableCalls
+    # in csrc/runtime/graph_runner.h) refill the budget: the 22nd captures, all later replay.
+    assert s["captures"] == moving["captures"] + 1, s
+    assert s["fallbacks"]["static_inputs_moving"] == moving["fallbacks"]["static_inputs_moving"] + 1
+    assert s["replays"] == moving["replays"] + 19, s

@@ -62,8 +62,8 @@ def test_c30_output_fed_back_into_a_mutating_forward(safe):
     torch.testing.assert_close(y, torch.full((3,), 2.0))
     z = G(y)  # eager: y becomes [3, 3, 3], z is [6, 6, 6]
     torch.testing.assert_close(z, torch.full((3,), 6.0))
-    if safe:  # y is the caller's own tensor: the write to it is eager's
-        torch.testing.assert_close(y, torch.full((3,), 3.0))
+    # y is the caller's own tensor (unsafe: held, so copied away first): the write is eager's.
+    torch.testing.assert_close(y, torch.full((3,), 3.0))
     w = G(torch.zeros(3))  # and the graph still serves ordinary inputs
     torch.testing.assert_close(w, torch.full((3,), 2.0))
     s = stats()
@@ -137,10 +137,14 @@ def test_c31_unsafe_outputs_are_new_objects_over_the_static_storage():
     G = compiled(square, safe_output_mode=False)
     x1, x2 = torch.randn(4, 4), torch.randn(4, 4)
     y1 = G(x1)
+    static = y1.data_ptr()
+    del y1  # dropped before the next replay: nothing to copy away (C46)
     y2 = G(x2)
-    assert y2 is not y1
-    assert y1.data_ptr() == y2.data_ptr()  # the documented unsafe contract: one static output
-    torch.testing.assert_close(y2, square(x2))
+    assert y2.data_ptr() == static  # the documented unsafe contract: one static output
+    y3 = G(x1)
+    assert y3 is not y2 and y3.data_ptr() == static
+    torch.testing.assert_close(y3, square(x1))
+    torch.testing.assert_close(y2, square(x2))  # y2 was held: copied away, not overwritten
 
 
 # ---- C37: outputs that view one another keep eager's aliasing and strides --------------------

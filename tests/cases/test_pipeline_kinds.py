@@ -74,7 +74,7 @@ def test_fallbacks_warn_once_per_graph_and_reason_naming_the_input(caplog):
     warnings = [r.getMessage() for r in caplog.records
                 if r.levelno == logging.WARNING and "requires_grad" in r.getMessage()]
     assert len(warnings) == 1, warnings  # said once
-    assert "input 0: [4, 3]/float32 strides (3, 1)" in warnings[0]
+    assert "input 0 (x): [4, 3]/float32 strides (3, 1)" in warnings[0]  # named (C48)
     assert "torch.no_grad()" in warnings[0]
 
 

@@ -33,3 +33,22 @@ def test_c26_two_ranks_capture_in_lockstep_and_replay(tmp_path):
     # warmup, capture and replays pair up.
     assert ranks[0]["shapes"] == ranks[1]["shapes"]
     assert ranks[0]["stats"] == ranks[1]["stats"]
+
+
+def test_c51_context_parallel_flux_captures_once_per_rank_and_replays(tmp_path):
+    # diffusers' enable_parallelism(ContextParallelConfig(ulysses_degree=2)): the all-to-alls
+    # of Ulysses attention run inside the captured graph on every replay.
+    pytest.importorskip("diffusers")
+    worker = Path(__file__).with_name("context_parallel_worker.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         str(worker), str(tmp_path)],
+        env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for rank in (0, 1):
+        report = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert report["equal"] == [True] * 4, report  # bit-exact to eager context parallelism
+        stats = report["stats"]
+        assert stats["routes"] == {"graph_only": 1} and stats["fallbacks"] == {}, stats
+        assert stats["captures"] == 1 and stats["replays"] == 4, stats

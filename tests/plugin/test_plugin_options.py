@@ -13,7 +13,8 @@ from graphdispatch import config
 from plugin_helpers import clean_env
 
 CANONICAL = ["copy_stream", "device_graph", "eviction", "graph_only", "graph_with_compile",
-             "lazy_capture", "max_entries", "max_entry_bytes", "max_recaptures", "safe_output_mode", "verify_atol",
+             "lazy_capture", "max_entries", "max_entry_bytes", "max_recaptures", "max_total_entry_bytes",
+             "safe_output_mode", "verify_atol",
              "verify_replays", "verify_rtol", "warmup_iters"]
 
 
@@ -102,7 +103,8 @@ def test_nothing_silently_dropped():
     given = {"graph_only": True, "graph_with_compile": False, "lazy_capture": True,
              "max_entries": 7, "eviction": "lru", "safe_output_mode": False, "warmup_iters": 2,
              "copy_stream": False, "device_graph": "emulated", "max_entry_bytes": 1 << 20,
-             "verify_replays": 2, "verify_rtol": 1e-3, "verify_atol": 1e-4, "max_recaptures": 3}
+             "verify_replays": 2, "verify_rtol": 1e-3, "verify_atol": 1e-4, "max_recaptures": 3,
+             "max_total_entry_bytes": 1 << 24}
     assert sorted(given) == CANONICAL
     assert graphdispatch.check_options(given) == given
     # An unexpected argument to the backend call is an error, not ignored.
