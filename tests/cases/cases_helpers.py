@@ -1,4 +1,4 @@
-"""Helpers for the field cases (../../shared/cases/graph-cases.md): routes, compiling with
+"""Helpers for the field cases (tests/cases/README.md): routes, compiling with
 graphdispatch, a direct runner, counters."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""C27, C28 (../../shared/cases/graph-cases-2.md): inputs whose memory overlaps where the graph
+"""C27, C28 (tests/cases/README.md): inputs whose memory overlaps where the graph
 writes one of them, dynamic with static or a buffer viewing another buffer, give eager's values
 and leave the model's tensors as eager leaves them. Captured or fallen back, either is allowed; a
 fallback is counted (``aliased_inputs``). And no stricter: views that do not overlap, or that

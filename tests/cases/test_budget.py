@@ -1,4 +1,4 @@
-"""C49 (../../shared/cases/graph-cases-3.md): one byte budget for every compiled graph of the
+"""C49 (tests/cases/README.md): one byte budget for every compiled graph of the
 process (``max_total_entry_bytes``), evicting across graphs in ``eviction`` order and counting
 the entries' measured bytes: two experts alternating (Wan 2.2's transformer / transformer_2),
 and regional compilation (one graph per block kind, one entry per block instance)."""

@@ -1,4 +1,4 @@
-"""C34, C35, C41 (../../shared/cases/graph-cases-2.md): entries do not own the model (deleting it
+"""C34, C35, C41 (tests/cases/README.md): entries do not own the model (deleting it
 frees its weights and the entries' buffers, without reset()); one FX graph serving several
 module instances keeps one replaying entry per set of weights; a tensor that truly keeps moving
 costs a bounded number of recaptures (max_recaptures), then a counted fallback and one warning."""

@@ -1,4 +1,4 @@
-"""C48 (../../shared/cases/graph-cases-3.md): fallback warnings, the recapture warning and
+"""C48 (tests/cases/README.md): fallback warnings, the recapture warning and
 ``explain()`` name a parameter or buffer by its module path (from Dynamo's sources) and a user
 input by its argument name, not by its position alone."""
 

@@ -1,4 +1,4 @@
-"""C30, C31, C37 (../../shared/cases/graph-cases-2.md): outputs as eager hands them out. Safe
+"""C30, C31, C37 (tests/cases/README.md): outputs as eager hands them out. Safe
 mode keeps eager's aliasing between outputs and eager's strides; unsafe mode hands out fresh
 tensor objects each call (the caller's metadata changes do not persist) and never lets the
 copy-back of a mutated input overwrite an output of the same call."""

@@ -1,4 +1,4 @@
-"""C21-C25 (../../shared/cases/graph-cases-2.md): the input and output kinds real diffusers
+"""C21-C25 (tests/cases/README.md): the input and output kinds real diffusers
 pipelines produce, each against eager, each with the counters that show a graph replayed."""
 
 import logging

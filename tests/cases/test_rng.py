@@ -1,4 +1,4 @@
-"""C29, C33 (../../shared/cases/graph-cases-2.md): a graph with no random ops never saves,
+"""C29, C33 (tests/cases/README.md): a graph with no random ops never saves,
 restores or locks the global generator, so other threads' draws never repeat and a child forked
 while a thread is inside the generator does not hang; a graph with random ops stays reproducible
 from a seed, as eager is, whatever the cache holds."""

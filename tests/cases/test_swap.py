@@ -1,4 +1,4 @@
-"""C45 (../../shared/cases/graph-cases-3.md): parameters a graph reads in place stay swappable.
+"""C45 (tests/cases/README.md): parameters a graph reads in place stay swappable.
 ``torch.utils.swap_tensors``, ``module.to(dtype)`` and ``load_state_dict(assign=True)`` under
 ``torch.__future__.set_swap_module_params_on_conversion(True)`` work after compiled calls as
 they do with ``backend="eager"``; the next call equals eager with the new weights (a new

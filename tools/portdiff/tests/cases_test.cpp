@@ -1,4 +1,4 @@
-// Field cases P3-P9 (shared/cases/graph-cases-2.md, section "portdiff"), each
+// Field cases P3-P9 (tests/cases/README.md), each
 // checked against git where git has an answer.
 
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// Field cases P10-P24 (shared/cases/graph-cases-3.md, "portdiff round 3"), each on a
+// Field cases P10-P24 (tests/cases/README.md), each on a
 // repository the test builds, checked against git where git has an answer.
 
 #include <gtest/gtest.h>
