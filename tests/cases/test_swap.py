@@ -10,15 +10,7 @@ import pytest
 import torch
 
 from cases_helpers import compiled, stats
-
-
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 8)
-
-    def forward(self, x):
-        return torch.tanh(self.lin(x))
+from test_lifetime import Block
 
 
 @pytest.fixture

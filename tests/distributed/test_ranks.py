@@ -14,14 +14,19 @@ pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_avai
                                 reason="needs torch.distributed with gloo")
 
 
-def test_c26_two_ranks_capture_in_lockstep_and_replay(tmp_path):
-    worker = Path(__file__).with_name("allreduce_worker.py")
+def run_two_ranks(worker: str, tmp_path: Path) -> None:
+    """Runs ``worker`` (a file beside this one) on two ranks under torchrun; each writes its
+    report to ``tmp_path / f"rank{r}.json"``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         str(worker), str(tmp_path)],
+         str(Path(__file__).with_name(worker)), str(tmp_path)],
         env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_c26_two_ranks_capture_in_lockstep_and_replay(tmp_path):
+    run_two_ranks("allreduce_worker.py", tmp_path)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     for report in ranks:
         assert max(report["diffs"]) <= 1e-5, report
@@ -39,13 +44,7 @@ def test_c51_context_parallel_flux_captures_once_per_rank_and_replays(tmp_path):
     # diffusers' enable_parallelism(ContextParallelConfig(ulysses_degree=2)): the all-to-alls
     # of Ulysses attention run inside the captured graph on every replay.
     pytest.importorskip("diffusers")
-    worker = Path(__file__).with_name("context_parallel_worker.py")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         str(worker), str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_two_ranks("context_parallel_worker.py", tmp_path)
     for rank in (0, 1):
         report = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert report["equal"] == [True] * 4, report  # bit-exact to eager context parallelism
