@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -110,6 +111,7 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
   enum class Kind { kSkip, kCall, kOut, kCopy };
   std::vector<Kind> kinds(ops.size(), Kind::kSkip);
   std::vector<std::vector<bool>> fresh(ops.size());
+  std::vector<std::optional<OutVariant>> outs(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto step = static_cast<std::int64_t>(i);
     const auto& op = ops[i];
@@ -132,7 +134,8 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
       all_fresh &= made;
     }
     if (any_fresh) {
-      kinds[i] = all_fresh && out_variant(op.op) ? Kind::kOut : Kind::kCopy;
+      if (all_fresh) outs[i] = out_variant(op.op);
+      kinds[i] = outs[i] ? Kind::kOut : Kind::kCopy;
     } else if ((op.op.schema().is_mutable() && !metadata_only(op.op)) || !is_aten(op.op)) {
       kinds[i] = Kind::kCall;  // writes, or another library's op, which may act beyond its returns
     }
@@ -196,9 +199,8 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
     Step step{op.op, op.keys, {}, {}};
     for (auto& a : op.arguments) a = map_tensors(a, fixed);
     if (kinds[i] == Kind::kOut) {
-      const auto out = *out_variant(op.op);
-      step.op = out.op;
-      for (auto k : out.arguments) step.arguments.push_back(op.arguments[k]);
+      step.op = outs[i]->op;
+      for (auto k : outs[i]->arguments) step.arguments.push_back(op.arguments[k]);
       for (const auto& r : op.returns) step.arguments.push_back(r);
       ++through_out_;
     } else {
