@@ -6,13 +6,13 @@
 
 #include "cli.h"
 #include "error.h"
-#include "find.h"
+#include "find/find.h"
 #include "git_handle.h"
-#include "output.h"
+#include "render/output.h"
 #include "pipeline.h"
-#include "matrix.h"
-#include "render.h"
-#include "render_matrix.h"
+#include "render/matrix.h"
+#include "render/render.h"
+#include "render/render_matrix.h"
 
 namespace {
 

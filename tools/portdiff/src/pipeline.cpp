@@ -2,13 +2,13 @@
 
 #include <future>
 
-#include "collect.h"
-#include "final_files.h"
+#include "diff/collect.h"
+#include "classify/final_files.h"
 #include "git_handle.h"
-#include "interdiff.h"
-#include "other_head.h"
-#include "realign.h"
-#include "side_diff.h"
+#include "classify/interdiff.h"
+#include "classify/other_head.h"
+#include "classify/realign.h"
+#include "diff/side_diff.h"
 
 namespace portdiff {
 namespace {

@@ -3,10 +3,10 @@
 #include <memory>
 #include <vector>
 
-#include "classify.h"
-#include "file_change.h"
-#include "range.h"
-#include "test_functions.h"
+#include "classify/classify.h"
+#include "diff/file_change.h"
+#include "ranges/range.h"
+#include "test_scan/test_functions.h"
 
 namespace portdiff {
 

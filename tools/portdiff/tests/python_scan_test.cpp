@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "python_scan.h"
+#include "test_scan/python_scan.h"
 #include "repo_fixture.h"
 
 namespace portdiff_test {
