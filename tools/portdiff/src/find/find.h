@@ -7,7 +7,6 @@
 
 #include "git_handle.h"
 #include "options.h"
-#include "report.h"
 
 namespace portdiff {
 
@@ -58,21 +57,16 @@ struct FindResult final {
   std::vector<BranchPorts> branches;  // every branch the globs match, in version order
 };
 
+/// Raises Error when COMMIT is unknown, not a commit or a root commit, and when no
+/// branch matches the globs.
 FindResult find_ports(git_repository* repo, const Options& options);
 
 /// Whether `a` sorts before `b` in version order: runs of digits compare as
 /// numbers, so "v2.9.0" comes before "v2.10.0" (as `sort -V` has it).
 bool version_less(const std::string& a, const std::string& b);
 
-/// The listing in each format. JSON ("portdiff-find/2") also carries the report
-/// of --report when `reports` is given: a pair report for one port, else a matrix.
-std::string render_find_markdown(const FindResult& found);
-std::string render_find_text(const FindResult& found);
-std::string render_find_json(const FindResult& found, const std::vector<Report>* reports,
-                             const Options& options);
-
 /// The port on each branch that --report compares: its newest port with evidence,
-/// else its newest same-subject hint.
+/// else its newest same-subject hint. Raises Error when no branch has a port.
 void add_port_targets(const FindResult& found, Options& options);
 
 }  // namespace portdiff

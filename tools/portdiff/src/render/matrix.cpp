@@ -2,7 +2,6 @@
 
 #include <map>
 
-#include "pipeline.h"
 
 namespace portdiff {
 

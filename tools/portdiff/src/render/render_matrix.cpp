@@ -5,7 +5,6 @@
 
 #include "git_handle.h"
 #include "render/markdown_text.h"
-#include "pipeline.h"
 #include "render/quote.h"
 #include "render/render.h"
 #include "render/render_json.h"
