@@ -119,7 +119,7 @@ TEST(Ports, MatrixCarriesEveryPairAndAgreesWithGit) {
   EXPECT_EQ(cell("src/loader.py", 2)["class"], "only-source");
   EXPECT_EQ(cell("src/config.py", 2)["class"], "different");
 
-  // Markdown: the seed's sections, one column per target, then what differs.
+  // Markdown: the pair report's sections, one column per target, then what differs.
   args.resize(args.size() - 2);
   const CommandResult md = run_portdiff(args);
   ASSERT_EQ(md.exit_code, 0) << md.err;

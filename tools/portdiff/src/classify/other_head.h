@@ -8,7 +8,7 @@
 
 namespace portdiff {
 
-/// Stage 4d — other heads (P23). For each only-source (only-target) row: whether
+/// Stage 4e — other heads (P23). For each only-source (only-target) row: whether
 /// the file exists at the target (source) head, at its --map-path path, and how
 /// many of the side's added lines that file already holds. "Only the source
 /// touched it" is not "the target lacks it".
