@@ -2,14 +2,14 @@
 
 #include <future>
 
-#include "diff/collect.h"
-#include "find/find.h"
 #include "classify/final_files.h"
-#include "git_handle.h"
 #include "classify/interdiff.h"
 #include "classify/other_head.h"
 #include "classify/realign.h"
+#include "diff/collect.h"
 #include "diff/side_diff.h"
+#include "find/find.h"
+#include "git_handle.h"
 
 namespace portdiff {
 namespace {

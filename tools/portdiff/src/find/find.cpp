@@ -12,10 +12,10 @@
 #include <unordered_map>
 
 #include "classify/classify.h"
-#include "diff/collect.h"
-#include "error.h"
 #include "classify/realign.h"
+#include "diff/collect.h"
 #include "diff/side_diff.h"
+#include "error.h"
 
 namespace portdiff {
 namespace {

@@ -1,8 +1,8 @@
 #include "ranges/range.h"
 
-#include "ranges/ancestry.h"
 #include "error.h"
 #include "git_handle.h"
+#include "ranges/ancestry.h"
 
 namespace portdiff {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "render/excerpt.h"
 #include "options.h"
+#include "render/excerpt.h"
 #include "report.h"
 
 namespace portdiff {

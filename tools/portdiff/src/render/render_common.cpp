@@ -1,12 +1,12 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "render/excerpt.h"
+#include "diff/side_diff.h"
 #include "git_handle.h"
+#include "render/excerpt.h"
 #include "render/markdown_text.h"
 #include "render/quote.h"
 #include "render/render.h"
-#include "diff/side_diff.h"
 
 namespace portdiff {
 

@@ -1,9 +1,9 @@
 #include "render/render_json.h"
 
+#include "diff/side_diff.h"
 #include "git_handle.h"
 #include "render/quote.h"
 #include "render/render.h"
-#include "diff/side_diff.h"
 
 namespace portdiff {
 namespace {

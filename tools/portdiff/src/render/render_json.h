@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "render/matrix.h"
 #include "options.h"
+#include "render/matrix.h"
 #include "report.h"
 
 namespace portdiff {

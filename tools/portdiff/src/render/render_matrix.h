@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "render/matrix.h"
 #include "options.h"
+#include "render/matrix.h"
 
 namespace portdiff {
 
