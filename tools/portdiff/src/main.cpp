@@ -1,38 +1,19 @@
 // portdiff: compares one change ported to other branches and writes the review report.
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 
 #include "cli.h"
 #include "error.h"
-#include "find.h"
 #include "git_handle.h"
-#include "output.h"
 #include "pipeline.h"
-#include "matrix.h"
-#include "render.h"
-#include "render_matrix.h"
+#include "render/output.h"
+#include "render/render_find.h"
+#include "render/render_reports.h"
 
 namespace {
-
-std::string render_matrix(const portdiff::Matrix& matrix, const portdiff::Options& options) {
-  switch (options.format) {
-    case portdiff::Format::json: return portdiff::render_matrix_json(matrix, options);
-    case portdiff::Format::text: return portdiff::render_matrix_text(matrix, options);
-    case portdiff::Format::markdown: break;
-  }
-  return portdiff::render_matrix_markdown(matrix, options);
-}
-
-std::string render(const portdiff::Report& report, const portdiff::Options& options) {
-  switch (options.format) {
-    case portdiff::Format::json: return portdiff::render_json(report, options);
-    case portdiff::Format::text: return portdiff::render_text(report, options);
-    case portdiff::Format::markdown: break;
-  }
-  return portdiff::render_markdown(report, options);
-}
 
 /// --color auto: colour only a terminal, and never when NO_COLOR is set to
 /// anything but the empty string (no-color.org); always/never are explicit.
@@ -45,37 +26,10 @@ portdiff::Color resolve_color(portdiff::Color requested, const std::string& outp
   return on ? portdiff::Color::always : portdiff::Color::never;
 }
 
-/// `portdiff find`: the listing, and with --report the comparison after it.
-int run_find(portdiff::Options options) {
-  const portdiff::FindResult found = [&] {
-    portdiff::RepositoryPtr repo = portdiff::open_repository(options.repo);
-    return portdiff::find_ports(repo.get(), options);
-  }();
-  std::vector<portdiff::Report> reports;
-  if (options.find_report) {
-    portdiff::add_port_targets(found, options);
-    reports = portdiff::build_reports(options);
-  }
-  std::string text;
-  switch (options.format) {
-    case portdiff::Format::json:
-      text = portdiff::render_find_json(found, options.find_report ? &reports : nullptr, options);
-      break;
-    case portdiff::Format::text: text = portdiff::render_find_text(found); break;
-    case portdiff::Format::markdown: text = portdiff::render_find_markdown(found); break;
-  }
-  bool identical = true;
-  if (options.find_report && options.format != portdiff::Format::json) {
-    if (reports.size() == 1) {
-      text += "\n" + render(reports.front(), options);
-    } else {
-      const portdiff::Matrix matrix = portdiff::build_matrix(reports);
-      text += "\n" + render_matrix(matrix, options);
-    }
-  }
-  for (const portdiff::Report& report : reports) identical = identical && portdiff::all_identical(report);
-  portdiff::write_output(text, options.output);
-  return options.check && !identical ? 1 : 0;
+/// The --check condition over every comparison (none for a bare `find`).
+bool all_identical(const std::vector<portdiff::Report>& reports) {
+  return std::all_of(reports.begin(), reports.end(),
+                     [](const portdiff::Report& report) { return portdiff::all_identical(report); });
 }
 
 /// Keeps the promise of one line on stderr even if libgit2's message has several.
@@ -99,15 +53,14 @@ int main(int argc, char** argv) {
     }
     options->color = resolve_color(options->color, options->output);
     portdiff::LibGit2 libgit2;
-    if (options->find) return run_find(*options);
-    const std::vector<portdiff::Report> reports = portdiff::build_reports(*options);
-    if (reports.size() == 1) {
-      portdiff::write_output(render(reports.front(), *options), options->output);
-      return options->check && !portdiff::all_identical(reports.front()) ? 1 : 0;
+    if (options->find) {
+      const portdiff::FindReport report = portdiff::build_find_report(*options);
+      portdiff::write_output(portdiff::render_find(report, *options), options->output);
+      return options->check && !all_identical(report.reports) ? 1 : 0;
     }
-    const portdiff::Matrix matrix = portdiff::build_matrix(reports);
-    portdiff::write_output(render_matrix(matrix, *options), options->output);
-    return options->check && !portdiff::all_identical(matrix) ? 1 : 0;
+    const std::vector<portdiff::Report> reports = portdiff::build_reports(*options);
+    portdiff::write_output(portdiff::render_reports(reports, *options), options->output);
+    return options->check && !all_identical(reports) ? 1 : 0;
   } catch (const portdiff::Error& e) {
     std::cerr << "portdiff: " << one_line(e.what()) << "\n";
     return 2;

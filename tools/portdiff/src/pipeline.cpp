@@ -2,13 +2,14 @@
 
 #include <future>
 
-#include "collect.h"
-#include "final_files.h"
+#include "classify/final_files.h"
+#include "classify/interdiff.h"
+#include "classify/other_head.h"
+#include "classify/realign.h"
+#include "diff/collect.h"
+#include "diff/side_diff.h"
+#include "find/find.h"
 #include "git_handle.h"
-#include "interdiff.h"
-#include "other_head.h"
-#include "realign.h"
-#include "side_diff.h"
 
 namespace portdiff {
 namespace {
@@ -83,8 +84,17 @@ std::vector<Report> build_reports(const Options& options) {
   return reports;
 }
 
-bool all_identical(const Report& report) {
-  return report.totals.identical == report.totals.files;
+FindReport build_find_report(Options options) {
+  FindReport report;
+  {
+    RepositoryPtr repo = open_repository(options.repo);  // closed before the comparison opens its own
+    report.found = find_ports(repo.get(), options);
+  }
+  if (options.find_report) {
+    add_port_targets(report.found, options);
+    report.reports = build_reports(options);
+  }
+  return report;
 }
 
 }  // namespace portdiff

@@ -13,7 +13,9 @@ namespace portdiff {
 /// once, all of them concurrently. Rendering is the caller's last step.
 std::vector<Report> build_reports(const Options& options);
 
-/// True when every file of the union is identical (the --check condition).
-bool all_identical(const Report& report);
+/// `portdiff find`: find_ports() on `options.repo`, then with --report build_reports()
+/// of COMMIT against the port add_port_targets() picks on each branch. Raises
+/// Error as those do (no branch matched; with --report, no port to compare).
+FindReport build_find_report(Options options);
 
 }  // namespace portdiff

@@ -3,10 +3,11 @@
 #include <memory>
 #include <vector>
 
-#include "classify.h"
-#include "file_change.h"
-#include "range.h"
-#include "test_functions.h"
+#include "classify/classify.h"
+#include "diff/file_change.h"
+#include "find/find.h"
+#include "ranges/range.h"
+#include "test_scan/test_functions.h"
 
 namespace portdiff {
 
@@ -25,6 +26,21 @@ struct Report final {
   std::vector<FileVerdict> files;
   Totals totals;
   std::vector<TestFileComparison> tests;
+};
+
+/// True when every file of the union is identical (the --check condition).
+inline bool all_identical(const Report& report) {
+  return report.totals.identical == report.totals.files;
+}
+
+/*
+ * FindReport: what `portdiff find` reports, produced by build_find_report() — the
+ * ports of COMMIT on each matched branch, and with --report the comparison of
+ * COMMIT with one port per branch that has one.
+ */
+struct FindReport final {
+  FindResult found;
+  std::vector<Report> reports;  // one per compared port, in branch order; empty without --report
 };
 
 }  // namespace portdiff

@@ -280,7 +280,7 @@ std::pair<long, long> git_blob_counts(const TempRepo& repo, const std::string& a
   return {patch_counts('+'), patch_counts('-')};
 }
 
-// P9: the seed's form, with a verdict line on top, excerpts, collapsed identical
+// P9: the report's form (design 3), with a verdict line on top, excerpts, collapsed identical
 // rows and notes on how final files differ (checked against git diff of the blobs).
 TEST(Cases, P9ReportForReviewers) {
   TempRepo repo;
@@ -315,7 +315,7 @@ TEST(Cases, P9ReportForReviewers) {
       "**Verdict: not identical — 14 files: 13 identical (final files equal: 11), 1 different, "
       "0 only-source, 0 only-target.**";
   EXPECT_EQ(md.find(verdict), md.find('\n') + 2) << md;
-  // The seed's sections, in the seed's order.
+  // The report's sections, in their fixed order.
   std::size_t at = 0;
   for (const char* heading : {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.1 Identical",
                               "<details><summary>13 identical files (2 with a note)</summary>",

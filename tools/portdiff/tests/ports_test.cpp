@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "git_handle.h"
 #include "git_oracle.h"
+#include "pipeline.h"
 #include "repo_fixture.h"
 
 namespace portdiff_test {
@@ -117,7 +119,7 @@ TEST(Ports, MatrixCarriesEveryPairAndAgreesWithGit) {
   EXPECT_EQ(cell("src/loader.py", 2)["class"], "only-source");
   EXPECT_EQ(cell("src/config.py", 2)["class"], "different");
 
-  // Markdown: the seed's sections, one column per target, then what differs.
+  // Markdown: the pair report's sections, one column per target, then what differs.
   args.resize(args.size() - 2);
   const CommandResult md = run_portdiff(args);
   ASSERT_EQ(md.exit_code, 0) << md.err;
@@ -182,6 +184,71 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
       {"--repo", repo.dir(), "find", r.fix, "--branches", "release-3", "--report"});
   EXPECT_EQ(no_port.exit_code, 2);
   EXPECT_NE(no_port.err.find("nothing to compare"), std::string::npos) << no_port.err;
+}
+
+/// `git rev-parse SPEC`, without its newline.
+std::string rev(const TempRepo& repo, const std::string& spec) {
+  std::string sha = repo.git("rev-parse " + spec);
+  sha.pop_back();
+  return sha;
+}
+
+// The find stage's product, before any rendering: every field against git.
+TEST(Ports, FindReportDataAgreesWithGit) {
+  TempRepo repo;
+  const Releases r = make_releases(repo);
+  portdiff::LibGit2 libgit2;
+  portdiff::Options options;
+  options.repo = repo.dir();
+  options.find = true;
+  options.find_commit = "main";
+  options.branch_globs = {"release-*"};
+
+  const portdiff::FindReport listing = portdiff::build_find_report(options);
+  EXPECT_EQ(portdiff::to_hex(listing.found.commit), r.fix);
+  EXPECT_EQ(portdiff::to_hex(listing.found.patch_id), patch_id(repo, r.fix));
+  EXPECT_EQ(listing.found.subject + "\n", repo.git("log -1 --format=%s " + r.fix));
+  EXPECT_EQ(listing.found.parents, 1u);
+  EXPECT_TRUE(listing.reports.empty());
+  // git: no release branch contains the fix; the ports are the branches' tips.
+  ASSERT_EQ(repo.git("branch --list 'release-*' --contains " + r.fix), "");
+  const std::string trailer = "(cherry picked from commit " + r.fix + ")";
+  const std::vector<std::string> tips = {r.port1, r.port2, r.other};
+  ASSERT_EQ(listing.found.branches.size(), 3u);
+  for (std::size_t b = 0; b < 3; ++b) {
+    const portdiff::BranchPorts& branch = listing.found.branches[b];
+    EXPECT_EQ(branch.branch, "release-" + std::to_string(b + 1));
+    EXPECT_EQ(rev(repo, branch.branch), tips[b]);
+    EXPECT_FALSE(branch.contains_commit) << branch.branch;
+    EXPECT_TRUE(branch.inherited.empty()) << branch.branch;
+    if (b == 2) {
+      EXPECT_TRUE(branch.ports.empty());
+      continue;
+    }
+    ASSERT_EQ(branch.ports.size(), 1u) << branch.branch;
+    const portdiff::Port& port = branch.ports.front();
+    EXPECT_EQ(portdiff::to_hex(port.commit), tips[b]);
+    EXPECT_EQ(port.by_patch_id, patch_id(repo, tips[b]) == patch_id(repo, r.fix)) << branch.branch;
+    EXPECT_EQ(port.by_trailer,
+              repo.git("log -1 --format=%B " + tips[b]).find(trailer) != std::string::npos)
+        << branch.branch;
+    EXPECT_TRUE(port.by_subject) << branch.branch;
+  }
+
+  // --report: one pair per port, in branch order, pinned to git's commits.
+  options.find_report = true;
+  const portdiff::FindReport compared = portdiff::build_find_report(options);
+  ASSERT_EQ(compared.reports.size(), 2u);
+  for (std::size_t t = 0; t < 2; ++t) {
+    const portdiff::Report& pair = compared.reports[t];
+    EXPECT_EQ(portdiff::to_hex(pair.source.base), rev(repo, r.fix + "~1"));
+    EXPECT_EQ(portdiff::to_hex(pair.source.head), r.fix);
+    EXPECT_EQ(portdiff::to_hex(pair.target.base), rev(repo, tips[t] + "~1"));
+    EXPECT_EQ(portdiff::to_hex(pair.target.head), tips[t]);
+    EXPECT_EQ(pair.target.label, "release-" + std::to_string(t + 1));
+  }
+  EXPECT_TRUE(portdiff::all_identical(compared.reports[0]));
+  EXPECT_FALSE(portdiff::all_identical(compared.reports[1]));
 }
 
 /// The block of README.md between `<!-- NAME -->` and `<!-- /NAME -->`, inside its fence.

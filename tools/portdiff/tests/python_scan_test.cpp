@@ -8,8 +8,8 @@
 #include <fstream>
 #include <map>
 
-#include "python_scan.h"
 #include "repo_fixture.h"
+#include "test_scan/python_scan.h"
 
 namespace portdiff_test {
 namespace {

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <vector>
+
+#include "classify/classify.h"
+#include "git_handle.h"
+#include "ranges/range.h"
+
+namespace portdiff {
+
+/// Stage 4e — other heads (P23). For each only-source (only-target) row: whether
+/// the file exists at the target (source) head, at its --map-path path, and how
+/// many of the side's added lines that file already holds. "Only the source
+/// touched it" is not "the target lacks it".
+void describe_other_heads(git_repository* repo, const ResolvedRange& source,
+                          const ResolvedRange& target, std::vector<FileVerdict>& rows);
+
+}  // namespace portdiff

@@ -1,0 +1,395 @@
+#include "find/find.h"
+
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+#include "classify/classify.h"
+#include "classify/realign.h"
+#include "diff/collect.h"
+#include "diff/side_diff.h"
+#include "error.h"
+
+namespace portdiff {
+namespace {
+
+CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
+  git_commit* raw = nullptr;
+  check(git_commit_lookup(&raw, repo, &id), "looking up commit " + to_hex(id));
+  return CommitPtr(raw);
+}
+
+/// The diff of a commit against its first parent, as `git show` makes it for
+/// `git patch-id` (default context): tree to tree, no attributes from a work tree.
+DiffPtr commit_diff(git_repository* repo, git_commit* commit) {
+  git_commit* parent_raw = nullptr;
+  check(git_commit_parent(&parent_raw, commit, 0),
+        "reading the parent of " + to_hex(*git_commit_id(commit)));
+  CommitPtr parent(parent_raw);
+  git_tree *old_raw = nullptr, *new_raw = nullptr;
+  check(git_commit_tree(&old_raw, parent.get()), "reading a tree");
+  TreePtr old_tree(old_raw);
+  check(git_commit_tree(&new_raw, commit), "reading a tree");
+  TreePtr new_tree(new_raw);
+  git_diff* diff = nullptr;
+  check(git_diff_tree_to_tree(&diff, repo, old_tree.get(), new_tree.get(), nullptr),
+        "diffing " + to_hex(*git_commit_id(commit)));
+  return DiffPtr(diff);
+}
+
+std::set<std::string> paths_of(git_diff* diff) {
+  std::set<std::string> paths;
+  for (std::size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff, i);
+    paths.insert(delta->old_file.path);
+    paths.insert(delta->new_file.path);
+  }
+  return paths;
+}
+
+git_oid patch_id_of(git_diff* diff) {
+  git_diff_patchid_options options;
+  check(git_diff_patchid_options_init(&options, GIT_DIFF_PATCHID_OPTIONS_VERSION),
+        "patch-id options");
+  git_oid id;
+  check(git_diff_patchid(&id, diff, &options), "computing a patch-id");
+  return id;
+}
+
+/// Whether `message` says "(cherry picked from commit X)" with X naming `commit`
+/// (in full, or abbreviated to 7 or more hex digits).
+bool names_in_trailer(const char* message, const std::string& commit_hex) {
+  const std::string marker = "(cherry picked from commit ";
+  const std::string text = message == nullptr ? "" : message;
+  for (std::size_t at = text.find(marker); at != std::string::npos;
+       at = text.find(marker, at + 1)) {
+    const std::size_t start = at + marker.size();
+    const std::size_t end = text.find(')', start);
+    if (end == std::string::npos) break;
+    const std::string named = text.substr(start, end - start);
+    if (named.size() >= 7 && commit_hex.compare(0, named.size(), named) == 0) return true;
+  }
+  return false;
+}
+
+/// The subject without what ports add to it: leading "[tag] " markers and a
+/// trailing " (#123)" pull request number.
+std::string bare_subject(std::string subject) {
+  while (subject.size() > 1 && subject[0] == '[') {
+    const std::size_t close = subject.find("] ");
+    if (close == std::string::npos) break;
+    subject.erase(0, close + 2);
+  }
+  const std::size_t open = subject.rfind(" (#");
+  if (open != std::string::npos && subject.back() == ')') subject.erase(open);
+  return subject;
+}
+
+struct Branch final {
+  std::string name;
+  git_oid tip{};
+};
+
+/// Local and remote-tracking branches whose short name matches a glob, in version
+/// order. Symbolic ones (origin/HEAD) are skipped: they name another branch.
+std::vector<Branch> matching_branches(git_repository* repo, const std::vector<std::string>& globs) {
+  git_branch_iterator* raw = nullptr;
+  check(git_branch_iterator_new(&raw, repo, GIT_BRANCH_ALL), "listing branches");
+  BranchIteratorPtr branches(raw);
+  std::vector<Branch> found;
+  git_reference* ref_raw = nullptr;
+  git_branch_t type;
+  int status;
+  while ((status = git_branch_next(&ref_raw, &type, branches.get())) == 0) {
+    ReferencePtr ref(ref_raw);
+    if (git_reference_type(ref.get()) != GIT_REFERENCE_DIRECT) continue;
+    const char* name = nullptr;
+    check(git_branch_name(&name, ref.get()), "reading a branch name");
+    for (const std::string& glob : globs)
+      if (fnmatch(glob.c_str(), name, 0) == 0) {
+        found.push_back({name, *git_reference_target(ref.get())});
+        break;
+      }
+  }
+  if (status != GIT_ITEROVER) check(status, "listing branches");
+  std::sort(found.begin(), found.end(),
+            [](const Branch& a, const Branch& b) { return version_less(a.name, b.name); });
+  return found;
+}
+
+/// "commits 1200/11905" on standard error, rewritten in place; only on a terminal,
+/// so logs and pipes see nothing.
+class Progress final {
+ public:
+  explicit Progress(std::size_t total) : total_(total), on_(::isatty(STDERR_FILENO) == 1) {}
+  ~Progress() {
+    if (shown_) std::fputs("\r\033[K", stderr);
+  }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  void tick(std::size_t done) {
+    if (!on_ || (done % 256 != 0 && done != total_)) return;
+    std::fprintf(stderr, "\rportdiff find: %zu/%zu commits", done, total_);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+
+ private:
+  std::size_t total_;
+  bool on_;
+  bool shown_ = false;
+};
+
+/// Whether the commit changes every one of `paths` (blob, mode or presence):
+/// a few tree lookups that spare a diff for almost every commit of a history.
+bool touches_all(git_tree* tree, git_tree* parent_tree, const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    git_tree_entry *before_raw = nullptr, *after_raw = nullptr;
+    const int before_found = git_tree_entry_bypath(&before_raw, parent_tree, path.c_str());
+    const int after_found = git_tree_entry_bypath(&after_raw, tree, path.c_str());
+    TreeEntryPtr before(before_found == 0 ? before_raw : nullptr);
+    TreeEntryPtr after(after_found == 0 ? after_raw : nullptr);
+    if (!before && !after) return false;
+    if (before && after && git_tree_entry_filemode(before.get()) == git_tree_entry_filemode(after.get()) &&
+        git_oid_equal(git_tree_entry_id(before.get()), git_tree_entry_id(after.get())))
+      return false;
+  }
+  return true;
+}
+
+/// One commit's patch as the report reads it: against its first parent.
+SidePatch report_patch(git_repository* repo, git_commit* commit, const Options& options) {
+  ResolvedRange range;
+  range.base = *git_commit_parent_id(commit, 0);
+  range.head = *git_commit_id(commit);
+  return collect_lines(repo, diff_range(repo, range, options).get());
+}
+
+/// The report's own rule: every file of the union identical.
+bool same_changed_lines(git_repository* repo, const SidePatch& a, const SidePatch& b) {
+  std::vector<FileVerdict> rows = classify(a, b);
+  realign(repo, rows);
+  for (const FileVerdict& row : rows)
+    if (row.verdict != Verdict::identical) return false;
+  return !rows.empty();
+}
+
+struct OidHash final {
+  std::size_t operator()(const git_oid& id) const {
+    std::size_t h;
+    std::memcpy(&h, id.id, sizeof h);  // an object id is already uniformly spread
+    return h;
+  }
+};
+struct OidEqual final {
+  bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b) != 0; }
+};
+
+/*
+ * Which matched branches reach each walked commit, as one bit per branch. The walk
+ * is topological (children first), so a commit's bits are complete when it comes
+ * up and flow on to its parents: one pass answers "which branches contain this
+ * port", where a merge-base query per port and branch would re-walk the history.
+ */
+class Reach final {
+ public:
+  Reach(const std::vector<git_oid>& walked, const std::vector<Branch>& branches)
+      : words_((branches.size() + 63) / 64), bits_(walked.size() * words_, 0) {
+    index_.reserve(walked.size());
+    for (std::size_t i = 0; i < walked.size(); ++i) index_.emplace(walked[i], i);
+    for (std::size_t b = 0; b < branches.size(); ++b) {
+      auto found = index_.find(branches[b].tip);
+      if (found != index_.end()) set(found->second, b);
+    }
+  }
+  /// Passes commit `i`'s branches to its parents; `commit` is walked commit `i`.
+  /// A parent outside the walk is COMMIT's history: reaching COMMIT itself is noted.
+  void flow(std::size_t i, git_commit* commit, const git_oid& target) {
+    for (unsigned p = 0; p < git_commit_parentcount(commit); ++p) {
+      const git_oid* parent = git_commit_parent_id(commit, p);
+      if (git_oid_equal(parent, &target)) merge_into(target_bits_, i);
+      auto found = index_.find(*parent);
+      if (found == index_.end()) continue;
+      for (std::size_t w = 0; w < words_; ++w) bits_[found->second * words_ + w] |= bits_[i * words_ + w];
+    }
+  }
+  bool reaches(std::size_t commit, std::size_t branch) const {
+    return (bits_[commit * words_ + branch / 64] >> (branch % 64)) & 1U;
+  }
+  /// Whether the branch reaches the commit the walk hid (COMMIT) through walked commits.
+  bool reaches_target(std::size_t branch) const {
+    return !target_bits_.empty() && ((target_bits_[branch / 64] >> (branch % 64)) & 1U);
+  }
+
+ private:
+  void set(std::size_t commit, std::size_t branch) {
+    bits_[commit * words_ + branch / 64] |= std::uint64_t{1} << (branch % 64);
+  }
+  void merge_into(std::vector<std::uint64_t>& into, std::size_t commit) const {
+    into.resize(words_, 0);
+    for (std::size_t w = 0; w < words_; ++w) into[w] |= bits_[commit * words_ + w];
+  }
+  std::size_t words_;
+  std::vector<std::uint64_t> bits_;
+  std::vector<std::uint64_t> target_bits_;
+  std::unordered_map<git_oid, std::size_t, OidHash, OidEqual> index_;
+};
+
+}  // namespace
+
+bool version_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t i_end = i, j_end = j;
+      while (i_end < a.size() && digit(a[i_end])) ++i_end;
+      while (j_end < b.size() && digit(b[j_end])) ++j_end;
+      // Compare as numbers: without leading zeros, a longer run is larger.
+      std::size_t i_start = i, j_start = j;
+      while (i_start + 1 < i_end && a[i_start] == '0') ++i_start;
+      while (j_start + 1 < j_end && b[j_start] == '0') ++j_start;
+      const std::string_view x(a.data() + i_start, i_end - i_start);
+      const std::string_view y(b.data() + j_start, j_end - j_start);
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      i = i_end;
+      j = j_end;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  if ((a.size() - i) != (b.size() - j)) return a.size() - i < b.size() - j;
+  return a < b;
+}
+
+FindResult find_ports(git_repository* repo, const Options& options) {
+  FindResult found;
+  git_object* object_raw = nullptr;
+  check(git_revparse_single(&object_raw, repo, options.find_commit.c_str()),
+        "unknown revision in COMMIT '" + options.find_commit + "'");
+  ObjectPtr object(object_raw);
+  git_object* peeled_raw = nullptr;
+  check(git_object_peel(&peeled_raw, object.get(), GIT_OBJECT_COMMIT),
+        "COMMIT '" + options.find_commit + "' is not a commit");
+  ObjectPtr peeled(peeled_raw);
+  found.commit = *git_object_id(peeled.get());
+  CommitPtr commit = lookup_commit(repo, found.commit);
+  found.parents = git_commit_parentcount(commit.get());
+  if (found.parents == 0)
+    throw Error("COMMIT '" + options.find_commit +
+                "' is a root commit: it has no parent to take its patch against");
+  const char* summary = git_commit_summary(commit.get());
+  found.subject = summary == nullptr ? "" : summary;
+  const std::string subject = bare_subject(found.subject);
+  const DiffPtr diff = commit_diff(repo, commit.get());
+  const std::set<std::string> paths = paths_of(diff.get());
+  const std::vector<std::string> path_list(paths.begin(), paths.end());
+  found.patch_id = patch_id_of(diff.get());
+  const SidePatch lines = report_patch(repo, commit.get(), options);
+  const std::string hex = to_hex(found.commit);
+
+  const std::vector<Branch> branches = matching_branches(repo, options.branch_globs);
+  if (branches.empty()) {
+    std::string globs;
+    for (const std::string& glob : options.branch_globs) globs += (globs.empty() ? "'" : ", '") + glob + "'";
+    throw Error("no branch (local or remote-tracking) matches --branches " + globs);
+  }
+
+  // One walk over the union of the branches visits every commit once, however
+  // many branches share it.
+  git_revwalk* walk_raw = nullptr;
+  check(git_revwalk_new(&walk_raw, repo), "walking the branches");
+  RevwalkPtr walk(walk_raw);
+  check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME), "walking the branches");
+  for (const Branch& branch : branches)
+    check(git_revwalk_push(walk.get(), &branch.tip), "walking " + branch.name);
+  check(git_revwalk_hide(walk.get(), &found.commit), "walking the branches");
+  std::vector<git_oid> candidates;
+  git_oid id;
+  int status;
+  while ((status = git_revwalk_next(&id, walk.get())) == 0) candidates.push_back(id);
+  if (status != GIT_ITEROVER) check(status, "walking the branches");
+
+  std::vector<std::pair<Port, std::size_t>> ports;  // and where walked; newest first
+  Reach reach(candidates, branches);
+  Progress progress(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    progress.tick(i + 1);
+    CommitPtr candidate = lookup_commit(repo, candidates[i]);
+    reach.flow(i, candidate.get(), found.commit);
+    if (git_commit_parentcount(candidate.get()) != 1) continue;
+    Port port;
+    port.commit = candidates[i];
+    port.by_trailer = names_in_trailer(git_commit_message(candidate.get()), hex);
+    const char* candidate_summary = git_commit_summary(candidate.get());
+    port.by_subject = !subject.empty() && candidate_summary != nullptr &&
+                      bare_subject(candidate_summary) == subject;
+    // The patch rules need the same files; tree lookups rule out almost every
+    // commit before any diff is made.
+    git_tree* tree_raw = nullptr;
+    check(git_commit_tree(&tree_raw, candidate.get()), "reading a tree");
+    TreePtr tree(tree_raw);
+    TreePtr parent_tree = commit_tree(repo, *git_commit_parent_id(candidate.get(), 0));
+    if (!path_list.empty() && touches_all(tree.get(), parent_tree.get(), path_list)) {
+      const DiffPtr candidate_diff = commit_diff(repo, candidate.get());
+      if (paths_of(candidate_diff.get()) == paths) {
+        const git_oid candidate_id = patch_id_of(candidate_diff.get());
+        port.by_patch_id = git_oid_equal(&candidate_id, &found.patch_id) != 0;
+        port.by_changed_lines =
+            same_changed_lines(repo, lines, report_patch(repo, candidate.get(), options));
+      }
+    }
+    if (port.evidence() || port.by_subject) ports.emplace_back(port, i);
+  }
+
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    BranchPorts& entry = found.branches.emplace_back();
+    entry.branch = branches[b].name;
+    entry.contains_commit =
+        git_oid_equal(&branches[b].tip, &found.commit) != 0 || reach.reaches_target(b);
+  }
+  // Each port goes to the first branch (version order) that contains it; the
+  // later ones inherited it.
+  for (const auto& [port, walked] : ports) {
+    const std::string* home = nullptr;
+    for (std::size_t b = 0; b < branches.size(); ++b) {
+      if (!reach.reaches(walked, b)) continue;
+      if (home == nullptr) {
+        home = &found.branches[b].branch;
+        found.branches[b].ports.push_back(port);
+      } else {
+        found.branches[b].inherited.push_back({port.commit, *home});
+      }
+    }
+  }
+  return found;
+}
+
+void add_port_targets(const FindResult& found, Options& options) {
+  options.source = to_hex(found.commit);
+  options.targets.clear();
+  options.target_labels.clear();
+  for (const BranchPorts& branch : found.branches) {
+    if (branch.ports.empty()) continue;
+    const auto best = std::find_if(branch.ports.begin(), branch.ports.end(),
+                                   [](const Port& port) { return port.evidence(); });
+    const Port& port = best != branch.ports.end() ? *best : branch.ports.front();
+    options.targets.push_back(to_hex(port.commit));
+    options.target_labels.push_back(branch.branch);
+  }
+  if (options.targets.empty())
+    throw Error("no port of " + to_hex(found.commit).substr(0, 12) +
+                " on the branches --branches matched: nothing to compare");
+}
+
+}  // namespace portdiff

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <git2.h>
+
+#include <string>
+#include <vector>
+
+#include "git_handle.h"
+#include "options.h"
+
+namespace portdiff {
+
+/*
+ * `portdiff find COMMIT --branches GLOB...`: the ports of one commit on release
+ * branches, local or remote-tracking (`origin/release-*`). COMMIT's patch is against its
+ * first parent, so a merge reads as `git cherry-pick -m1` would apply it. A commit
+ * reachable from a branch and not from COMMIT (COMMIT's own history never counts;
+ * merges are never ports) is a port when any of these holds, each recorded:
+ *   - its message carries "(cherry picked from commit <sha>)" naming COMMIT
+ *     (`git cherry-pick -x`, conflict or not);
+ *   - its stable patch-id equals COMMIT's (`git patch-id --stable`: a clean
+ *     cherry-pick without -x);
+ *   - the report's own rule finds every file identical (the changed lines only,
+ *     no context: a port onto a drifted baseline);
+ *   - its subject is COMMIT's (a hint only: a port resolved by hand).
+ * A branch that contains COMMIT says so. A port that several matched branches
+ * contain is listed on the first of them in version order, and as inherited on
+ * the others, so one commit is compared once.
+ */
+struct Port final {
+  git_oid commit{};
+  bool by_trailer = false;
+  bool by_patch_id = false;
+  bool by_changed_lines = false;
+  bool by_subject = false;
+  /// Anything but the subject: the commit is a port, not just a likely one.
+  bool evidence() const { return by_trailer || by_patch_id || by_changed_lines; }
+};
+
+struct InheritedPort final {
+  git_oid commit{};
+  std::string from;  // the branch that lists it as its port
+};
+
+struct BranchPorts final {
+  std::string branch;              // short name: "release/2.9", "origin/release/2.9"
+  bool contains_commit = false;    // COMMIT itself is in the branch's history
+  std::vector<Port> ports;         // its own ports, newest first
+  std::vector<InheritedPort> inherited;  // ports listed under an earlier branch
+};
+
+struct FindResult final {
+  git_oid commit{};
+  git_oid patch_id{};
+  std::string subject;
+  std::size_t parents = 1;            // a merge has more; its patch is against the first
+  std::vector<BranchPorts> branches;  // every branch the globs match, in version order
+};
+
+/// Raises Error when COMMIT is unknown, not a commit or a root commit, and when no
+/// branch matches the globs.
+FindResult find_ports(git_repository* repo, const Options& options);
+
+/// Whether `a` sorts before `b` in version order: runs of digits compare as
+/// numbers, so "v2.9.0" comes before "v2.10.0" (as `sort -V` has it).
+bool version_less(const std::string& a, const std::string& b);
+
+/// The port on each branch that --report compares: its newest port with evidence,
+/// else its newest same-subject hint. Raises Error when no branch has a port.
+void add_port_targets(const FindResult& found, Options& options);
+
+}  // namespace portdiff

@@ -1,0 +1,138 @@
+#include "ranges/ancestry.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <vector>
+
+#include "git_handle.h"
+
+namespace portdiff {
+namespace {
+
+struct OidLess final {
+  bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_cmp(&a, &b) < 0; }
+};
+using OidSet = std::set<git_oid, OidLess>;
+
+/// The boundary commits of a shallow clone (.git/shallow), empty otherwise.
+OidSet shallow_roots(git_repository* repo) {
+  OidSet roots;
+  if (git_repository_is_shallow(repo) != 1) return roots;
+  std::ifstream file(std::string(git_repository_commondir(repo)) + "shallow");
+  std::string line;
+  git_oid id;
+  while (std::getline(file, line))
+    if (git_oid_fromstrn(&id, line.c_str(), line.size()) == 0) roots.insert(id);
+  return roots;
+}
+
+}  // namespace
+
+// The lookups below do not go through check(): a commit that cannot be read is an
+// answer here (it lies past the shallow boundary), not an error.
+
+bool has_commit(git_repository* repo, const git_oid& id) {
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, repo, &id) != 0) return false;
+  CommitPtr commit(raw);
+  return true;
+}
+
+Descent descends_from(git_repository* repo, const git_oid& head, const git_oid& base) {
+  const OidSet roots = shallow_roots(repo);
+  if (roots.empty()) {
+    return check(git_graph_descendant_of(repo, &head, &base), "walking the history") == 1
+               ? Descent::yes
+               : Descent::no;
+  }
+  // A plain walk of head's ancestry that stops at the boundary: shallow clones are
+  // short by construction, so the walk is too.
+  bool cut = false;
+  OidSet seen;
+  std::vector<git_oid> todo{head};
+  while (!todo.empty()) {
+    const git_oid id = todo.back();
+    todo.pop_back();
+    if (!seen.insert(id).second) continue;
+    if (roots.count(id) != 0) {
+      cut = true;
+      continue;
+    }
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repo, &id) != 0) {
+      cut = true;
+      continue;
+    }
+    CommitPtr commit(raw);
+    for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i) {
+      const git_oid parent = *git_commit_parent_id(commit.get(), i);
+      if (git_oid_equal(&parent, &base)) return Descent::yes;
+      todo.push_back(parent);
+    }
+  }
+  return cut ? Descent::unknown : Descent::no;
+}
+
+namespace {
+
+/// Every commit reachable from `tip` that this clone has, stopping at the boundary.
+OidSet ancestry_within(git_repository* repo, const git_oid& tip, const OidSet& roots) {
+  OidSet seen;
+  std::vector<git_oid> todo{tip};
+  while (!todo.empty()) {
+    const git_oid id = todo.back();
+    todo.pop_back();
+    git_commit* raw = nullptr;
+    if (seen.count(id) != 0 || git_commit_lookup(&raw, repo, &id) != 0) continue;
+    CommitPtr commit(raw);
+    seen.insert(id);
+    if (roots.count(id) != 0) continue;
+    for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i)
+      todo.push_back(*git_commit_parent_id(commit.get(), i));
+  }
+  return seen;
+}
+
+}  // namespace
+
+std::vector<git_oid> commits_between(git_repository* repo, const git_oid& base,
+                                     const git_oid& head) {
+  std::vector<git_oid> commits;
+  const OidSet roots = shallow_roots(repo);
+  if (roots.empty()) {
+    git_revwalk* raw = nullptr;
+    check(git_revwalk_new(&raw, repo), "listing commits");
+    RevwalkPtr walk(raw);
+    check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE), "listing commits");
+    check(git_revwalk_push(walk.get(), &head), "listing commits");
+    check(git_revwalk_hide(walk.get(), &base), "listing commits");
+    git_oid id;
+    int status;
+    while ((status = git_revwalk_next(&id, walk.get())) == 0) commits.push_back(id);
+    if (status != GIT_ITEROVER) check(status, "listing commits");
+    return commits;
+  }
+  // Shallow clones are short: two plain walks and a difference, by commit time.
+  const OidSet hidden = ancestry_within(repo, base, roots);
+  std::vector<std::pair<git_time_t, git_oid>> dated;
+  for (const git_oid& id : ancestry_within(repo, head, roots)) {
+    if (hidden.count(id) != 0) continue;
+    git_commit* raw = nullptr;
+    check(git_commit_lookup(&raw, repo, &id), "listing commits");
+    CommitPtr commit(raw);
+    dated.emplace_back(git_commit_time(commit.get()), id);
+  }
+  std::stable_sort(dated.begin(), dated.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [time, id] : dated) commits.push_back(id);
+  return commits;
+}
+
+std::string shallow_hint(git_repository* repo) {
+  if (git_repository_is_shallow(repo) != 1) return "";
+  return " (this is a shallow clone: the history may be cut at its shallow boundary; "
+         "deepen it with git fetch --deepen=N or --unshallow)";
+}
+
+}  // namespace portdiff

@@ -1,0 +1,43 @@
+#include "render/markdown_text.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "render/quote.h"
+
+namespace portdiff {
+
+/// Already printable text (no newline) as inline code that survives a table cell:
+/// '|' escaped for the table, a backtick fence longer than any run inside.
+std::string code_span(const std::string& text) {
+  std::string escaped;
+  std::size_t run = 0, longest = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (c == '|') escaped += '\\';
+    escaped += c;
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !escaped.empty() && (escaped.front() == '`' || escaped.back() == '`' ||
+                                        (escaped.front() == ' ' && escaped.back() == ' '));
+  return pad ? fence + " " + escaped + " " + fence : fence + escaped + fence;
+}
+
+/// A name as inline code, quoted as git quotes paths (quote.h) so it has no
+/// newline and distinct names stay distinct.
+std::string code(const std::string& raw) { return code_span(quote(raw)); }
+
+/// Plain text for Markdown: the bytes that can start inline markup or split a
+/// table cell are backslash-escaped (CommonMark allows it for any punctuation), so
+/// no name or excerpt in a note becomes markup.
+std::string md_text(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\`*_[]<>|~&").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace portdiff

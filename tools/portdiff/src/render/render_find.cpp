@@ -1,0 +1,142 @@
+#include "render/render_find.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "git_handle.h"
+#include "render/markdown_text.h"
+#include "render/matrix.h"
+#include "render/quote.h"
+#include "render/render_json.h"
+#include "render/render_reports.h"
+
+namespace portdiff {
+namespace {
+
+/// How a port was found, strongest evidence first; `json` gives the JSON names.
+std::vector<std::string> found_by(const Port& port, bool json_names) {
+  std::vector<std::string> how;
+  if (port.by_trailer) how.push_back(json_names ? "cherry-pick-trailer" : "cherry-pick trailer");
+  if (port.by_patch_id) how.push_back("patch-id");
+  if (port.by_changed_lines) how.push_back(json_names ? "changed-lines" : "changed lines");
+  if (port.by_subject)
+    how.push_back(json_names ? "same-subject" : port.evidence() ? "same subject" : "same subject (hint)");
+  return how;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& word : words) out += (out.empty() ? "" : ", ") + word;
+  return out;
+}
+
+std::string short_hex(const git_oid& id) { return to_hex(id).substr(0, 12); }
+
+/// One line of the listing: a commit or a phrase, and how it was found.
+struct ListingLine final {
+  std::string what;
+  bool is_commit = false;
+  std::string how;
+};
+
+std::vector<ListingLine> branch_lines(const BranchPorts& branch, bool full_ids) {
+  std::vector<ListingLine> lines;
+  const auto id = [&](const git_oid& oid) { return full_ids ? to_hex(oid) : short_hex(oid); };
+  if (branch.contains_commit) lines.push_back({"contains the commit", false, ""});
+  for (const Port& port : branch.ports)
+    lines.push_back({id(port.commit), true, joined(found_by(port, false))});
+  for (const InheritedPort& port : branch.inherited)
+    lines.push_back({id(port.commit), true, "inherited (listed on " + port.from + ")"});
+  if (lines.empty()) lines.push_back({"no port", false, ""});
+  return lines;
+}
+
+std::string merge_note(const FindResult& found) {
+  if (found.parents < 2) return "";
+  return "a merge of " + std::to_string(found.parents) +
+         " parents: its patch is against the first parent, as cherry-pick -m1 applies it";
+}
+
+std::string markdown_listing(const FindResult& found) {
+  std::ostringstream out;
+  out << "# Ports of `" << to_hex(found.commit) << "`\n\n";
+  out << md_text(found.subject) << " — patch-id `" << to_hex(found.patch_id) << "`\n\n";
+  if (!merge_note(found).empty()) out << md_text(merge_note(found)) << ".\n\n";
+  out << "| branch | port | found by |\n|---|---|---|\n";
+  for (const BranchPorts& branch : found.branches)
+    for (const ListingLine& line : branch_lines(branch, true))
+      out << "| " << code(branch.branch) << " | "
+          << (line.is_commit ? "`" + line.what + "`" : line.what) << " | "
+          << (line.how.empty() ? "—" : md_text(line.how)) << " |\n";
+  return out.str();
+}
+
+std::string text_listing(const FindResult& found) {
+  std::ostringstream out;
+  out << "commit    " << to_hex(found.commit) << "  " << quote(found.subject) << "\n";
+  if (!merge_note(found).empty()) out << "          " << merge_note(found) << "\n";
+  out << "patch-id  " << to_hex(found.patch_id) << "\n";
+  std::size_t width = 6;
+  for (const BranchPorts& branch : found.branches)
+    width = std::max(width, quote(branch.branch).size());
+  for (const BranchPorts& branch : found.branches) {
+    const std::string name = quote(branch.branch);
+    const std::string padded = name + std::string(width + 2 - name.size(), ' ');
+    for (const ListingLine& line : branch_lines(branch, false))
+      out << padded << line.what << (line.how.empty() ? "" : "  " + line.how) << "\n";
+  }
+  return out.str();
+}
+
+std::string json_document(const FindReport& report, const Options& options) {
+  const FindResult& found = report.found;
+  json branches = json::array();
+  for (const BranchPorts& branch : found.branches) {
+    json ports = json::array();
+    for (const Port& port : branch.ports) {
+      json entry = json::object();
+      entry["commit"] = to_hex(port.commit);
+      entry["found_by"] = found_by(port, true);
+      ports.push_back(std::move(entry));
+    }
+    json inherited = json::array();
+    for (const InheritedPort& port : branch.inherited) {
+      json entry = json::object();
+      entry["commit"] = to_hex(port.commit);
+      entry["from"] = port.from;
+      inherited.push_back(std::move(entry));
+    }
+    json entry = json::object();
+    entry["branch"] = branch.branch;
+    entry["contains_commit"] = branch.contains_commit;
+    entry["ports"] = std::move(ports);
+    entry["inherited"] = std::move(inherited);
+    branches.push_back(std::move(entry));
+  }
+  json document = json::object();
+  document["schema"] = "portdiff-find/2";
+  document["commit"] = to_hex(found.commit);
+  document["subject"] = found.subject;
+  document["parents"] = found.parents;
+  document["patch_id"] = to_hex(found.patch_id);
+  document["branches"] = std::move(branches);
+  if (report.reports.size() == 1) {
+    document["report"] = report_json(report.reports.front(), options);
+  } else if (!report.reports.empty()) {
+    const Matrix matrix = build_matrix(report.reports);
+    document["report"] = matrix_json(matrix, options);
+  }
+  return dump_json(document);
+}
+
+}  // namespace
+
+std::string render_find(const FindReport& report, const Options& options) {
+  if (options.format == Format::json) return json_document(report, options);
+  std::string text =
+      options.format == Format::text ? text_listing(report.found) : markdown_listing(report.found);
+  if (!report.reports.empty()) text += "\n" + render_reports(report.reports, options);
+  return text;
+}
+
+}  // namespace portdiff

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <string>
+
+#include "options.h"
+#include "report.h"
+
+namespace portdiff {
+
+/// Stage 6 for `portdiff find`: the listing of a FindReport in `options.format`,
+/// and after it, with --report, its comparison as render_reports() writes it. JSON
+/// ("portdiff-find/2") carries that comparison as its "report" member instead: a
+/// pair report for one port, else a matrix.
+std::string render_find(const FindReport& report, const Options& options);
+
+}  // namespace portdiff
