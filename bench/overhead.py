@@ -22,7 +22,7 @@ every repeat:
 
 Overhead = wrapper minus direct; the ratio is C++ overhead / Python overhead. Two scenarios:
 "copy" passes the caller's own tensors (never the entry's buffers, so every dynamic input is
-copied, 64 bytes each); "in place" passes the entry's buffers (``runner.static_inputs``), so the
+copied, 64 bytes each); "in place" passes the entry's buffers (``runner.input_buffers``), so the
 copies are skipped. Targets (from the issues): the C++ overhead is at most 0.2x the Python one at
 N = 64 and at most 0.45x at N = 1. Writes the section ``## Replay host overhead`` of bench/RESULTS.md (other sections
 are kept) unless ``--no-write``.
@@ -102,7 +102,7 @@ class PythonReplay:
         self.entries[self.key(args)] = entry
         return entry
 
-    def static_inputs(self, *args: Any) -> tuple:
+    def input_buffers(self, *args: Any) -> tuple:
         return tuple(self.entries[self.key(args)][0])
 
     def __call__(self, *args: Any) -> tuple:
@@ -158,8 +158,8 @@ def measure(n: int, repeats: int, calls: int, python_impl: bool = True) -> dict[
         "copy": {"direct": (trivial, caller_args), "cpp": (runner, caller_args),
                  "python": (python, caller_args)},
         "in place": {"direct": (trivial, caller_args),
-                     "cpp": (runner, runner.static_inputs(*caller_args)),
-                     "python": (python, python.static_inputs(*caller_args))},
+                     "cpp": (runner, runner.input_buffers(*caller_args)),
+                     "python": (python, python.input_buffers(*caller_args))},
     }
     if not python_impl:
         for impls in scenarios.values():

@@ -1,4 +1,4 @@
-"""graphdispatch.explain (issue 8): graphs and breaks from Dynamo, per graph the route, inputs,
+"""graphdispatch.explain: graphs and breaks from Dynamo, per graph the route, inputs,
 entries and every fallback with its reason, input position and advice; the example in
 docs/diagnosing.md is this code's real output (regenerate it with UPDATE_DIAGNOSING_DOC=1)."""
 
@@ -161,3 +161,24 @@ def test_aliased_inputs_name_the_later_input():
     assert fallback["detail"] == ("input 1 (b): [6]/float32 strides (1) overlaps input 0 (a) in "
                                   "memory, and the graph writes one of them")
     assert report.stats["fallbacks"] == {"aliased_inputs": 1}
+
+
+def test_the_doc_lists_every_fallback_reason_with_the_runtimes_advice():
+    # The runtime's one list of reasons (csrc/runtime/fallback_reason.cpp) is the oracle: the
+    # table in docs/diagnosing.md section 3 has one row per reason, in its order, whose last
+    # column is the runtime's advice (backticks aside, which only format it).
+    section = DOC.read_text().split("## 3. Fallback reasons and what to do", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    cells = [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+    documented = [(c[0].strip("`"), c[-1].replace("`", "")) for c in cells]
+    assert documented == list(_C.fallback_reasons().items())
+
+
+def test_python_refusals_are_names_from_the_runtimes_list():
+    # graph_analysis names its reasons through _C.FallbackReason; _C.fallback counts only those.
+    assert [r.name for r in _C.FallbackReason.__members__.values()] == list(_C.fallback_reasons())
+    with pytest.raises(ValueError, match="expected a name in fallback_reasons"):
+        _C.fallback("no_such_reason", lambda: None)
+    assert advice("data_dependent") == _C.fallback_reasons()["data_dependent"] != ""
+    assert advice("no_such_reason") == ""

@@ -1,4 +1,4 @@
-"""Seeing and trusting what the backend does (issue 8): profiler ranges, replay verification,
+"""Seeing and trusting what the backend does: profiler ranges, replay verification,
 the memory budget and warm-up. Oracles: a torch.profiler trace, eager values, counted stats."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_each_step_kind_is_a_named_profiler_range():
     a, b = torch.randn(4), torch.randn(4)
     with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         r(a, b)  # capture, then a verified replay that copies both inputs in
-        r(*r.static_inputs(a, b))  # the entry's own buffers: a replay without copies
+        r(*r.input_buffers(a, b))  # the entry's own buffers: a replay without copies
         r(a, a)  # aliased inputs: the fallback path
     assert range_counts(prof) == {"graphdispatch::capture": 1, "graphdispatch::verify": 1,
                                   "graphdispatch::replay": 2, "graphdispatch::copy_inputs": 1,

@@ -118,7 +118,7 @@ def test_copy_skipped_when_caller_passes_static_buffer():
     r = runner(lambda a, b: (a * b,), 2)
     a, b = torch.randn(16), torch.randn(16)
     r(a, b)
-    buf_a, buf_b = r.static_inputs(a, b)
+    buf_a, buf_b = r.input_buffers(a, b)
     buf_a.copy_(a)
     stats = graphdispatch.stats()
     (y,) = r(buf_a, b)
@@ -220,7 +220,7 @@ def test_clear_while_another_thread_reads_does_not_deadlock():
         def read():
             while not stop.is_set():
                 r.num_entries
-                r.static_inputs(torch.ones(1))
+                r.input_buffers(torch.ones(1))
         reader = threading.Thread(target=read)
         reader.start()
         for round in range(20):

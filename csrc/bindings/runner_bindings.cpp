@@ -1,6 +1,7 @@
-// graphdispatch._C.GraphRunner, stats and the fork hook: registration only.
+// graphdispatch._C.GraphRunner, stats, fallback reasons and the fork hook: registration only.
 
 #include "bindings/py_values.h"
+#include "runtime/capture_lock.h"
 #include "runtime/copy_pipeline.h"
 #include "runtime/cpu_graph.h"
 #include "runtime/graph_runner.h"
@@ -125,7 +126,7 @@ void init_runner(py::module_& m) {
              py::gil_scoped_release release;
              self.capture(inputs);
            })
-      .def("static_inputs",
+      .def("input_buffers",
            [](const GraphRunner& self, const py::args& args) -> py::object {
              auto entry = entry_for(self, args);
              if (!entry || entry->is_negative()) return py::none();
@@ -137,7 +138,7 @@ void init_runner(py::module_& m) {
            [](const GraphRunner& self, const py::args& args) -> py::object {
              auto entry = entry_for(self, args);
              if (!entry || !entry->is_negative()) return py::none();
-             return py::make_tuple(entry->reason(), entry->detail());
+             return py::make_tuple(std::string(name(*entry->reason())), entry->detail());
            },
            "(reason, detail) of the negative entry for these arguments, or None.")
       .def("entries",
@@ -152,7 +153,7 @@ void init_runner(py::module_& m) {
                py::dict d;
                d["signature"] = e->signature();
                d["captured"] = !e->is_negative();
-               d["reason"] = e->reason();
+               d["reason"] = e->reason() ? std::string(name(*e->reason())) : std::string();
                d["detail"] = e->detail();
                d["bytes"] = e->bytes();
                d["replays"] = e->replays();
@@ -209,17 +210,34 @@ void init_stats(py::module_& m) {
     return d;
   });
   m.def("reset_stats", [] { Stats::get().reset(); });
-  m.def("fallback_advice", &fallback_advice, py::arg("reason"),
-        "One line of advice for a fallback reason the runtime records, or ''.");
+  // The one list of fallback reasons (fallback_reason.h): Python names them through these,
+  // so a reason spelled wrong there fails at the attribute, not silently in stats().
+  py::enum_<FallbackReason> reason_enum(m, "FallbackReason",
+                                        "Why a call ran without a graph; .name is its stats key.");
+  for (const auto& r : fallback_reasons()) {
+    reason_enum.value(std::string(r.name).c_str(), r.reason);
+  }
+  m.def("fallback_reasons",
+        [] {
+          py::dict d;  // insertion order: the order docs/diagnosing.md lists them
+          for (const auto& r : fallback_reasons()) {
+            d[py::str(std::string(r.name))] = std::string(r.advice);
+          }
+          return d;
+        },
+        "{reason name: one line of advice}, for every fallback reason.");
   m.def("fallback",
         [](const std::string& reason, const py::object& fn, const py::args& args) {
+          const auto known = parse_fallback_reason(reason);
+          TORCH_CHECK_VALUE(known, "reason: expected a name in fallback_reasons(), got ", reason);
           RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
-          Stats::get().add_fallback(reason);
+          Stats::get().add_fallback(*known);
           return fn(*args);
         },
         py::arg("reason"), py::arg("fn"),
-        "fn(*args) for a graph refused as a whole: counted as a fallback for `reason`, inside a "
-        "'graphdispatch::fallback' profiler range like the runner's fallbacks.");
+        "fn(*args) for a graph refused as a whole: counted as a fallback for `reason` (a name "
+        "in fallback_reasons(); ValueError otherwise), inside a 'graphdispatch::fallback' "
+        "profiler range like the runner's fallbacks.");
   m.def("emulated_capturing", [] { return emulated_capturing(); },
         "True while this thread is inside an emulated capture (its 'stream is capturing').");
   m.def("cpu_graph_capturing", [] { return cpu_graph_capturing(); },
@@ -227,6 +245,7 @@ void init_stats(py::module_& m) {
   m.def("after_fork_in_child", [] {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();
+    reset_capture_locks_after_fork();
     ProcessBudget::get().reset_after_fork();
   });
 }

@@ -33,8 +33,8 @@ using StreamMaker = std::function<std::optional<c10::StreamId>(c10::Device)>;
 /// The per-device streams and events of the runtime, created once per device, never per call
 /// or per entry (design 2.5).
 ///
-/// Owns a copy stream, a warmup stream, a capture stream, the two events that order every
-/// input copy against the caller's current stream, and the device's capture mutex. `copy` is
+/// Owns a copy stream, a warmup stream, a capture stream and the two events that order every
+/// input copy against the caller's current stream. `copy` is
 /// thread-safe (the events are shared, so one batch at a time per device). On a device
 /// without streams (CPU) copies are synchronous. Device-generic: streams and events come from
 /// c10's virtual guard or the device type's StreamMaker, so this compiles without CUDA
@@ -56,7 +56,7 @@ class CopyPipeline final {
 
   /// Copies src[i] into dst[i] with one batched launch. With `on_copy_stream` the batch runs
   /// on the copy stream: current stream → event → copy → event → current stream waits; the
-  /// host never synchronises (seed C3, without its A1 synchronize).
+  /// host never synchronises.
   void copy(const std::vector<at::Tensor>& dst, const std::vector<at::Tensor>& src,
             bool on_copy_stream);
 
@@ -70,9 +70,6 @@ class CopyPipeline final {
   /// makes its own event.
   void order(c10::Stream signaler, c10::Stream waiter);
   bool has_streams() const { return capture_stream_.has_value(); }
-  /// Held for a whole capture: captures on one device share its capture stream (and, for
-  /// framework graphs, its pool), so two at once would record each other's kernels.
-  std::mutex& capture_mutex() { return capture_mutex_; }
 
  private:
   CopyPipeline(c10::Device device, const StreamMaker& maker);
@@ -84,7 +81,6 @@ class CopyPipeline final {
   std::optional<c10::Event> before_copy_;
   std::optional<c10::Event> after_copy_;
   std::mutex mutex_;
-  std::mutex capture_mutex_;
 };
 
 /// Makes `stream`, one of `pipeline`'s, current for its lifetime: on entry it waits for the

@@ -16,8 +16,8 @@
 
 namespace graphdispatch {
 
-/// Which entry a full cache gives up: the oldest inserted ("fifo", the seed's MindIE-SD
-/// behaviour) or the least recently used ("lru").
+/// Which entry a full cache gives up: the oldest inserted ("fifo", as MindIE-SD does) or the
+/// least recently used ("lru").
 enum class Eviction { kFifo, kLru };
 
 /// Parses "fifo" / "lru"; throws std::invalid_argument naming the value otherwise.

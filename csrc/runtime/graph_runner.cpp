@@ -1,6 +1,7 @@
 #include "runtime/graph_runner.h"
 
 #include "runtime/process_budget.h"
+#include "runtime/replay_verification.h"
 #include "runtime/stats.h"
 
 #include <ATen/record_function.h>
@@ -151,13 +152,12 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
 
   drop_dead_entries();  // a loss not yet reported would let this capture go uncounted
   std::shared_ptr<Entry> entry;
-  auto refusal = Entry::refusal(inputs, sig, options_);
-  if (!refusal.reason.empty()) {
-    entry = Entry::negative(std::move(refusal.reason), std::move(refusal.detail),
+  if (auto refused = refusal(inputs, sig, options_)) {
+    entry = Entry::negative(refused->reason, std::move(refused->detail),
                             describe_signature(inputs, is_static_));
   } else if (auto moving = moving_static_input(sig, inputs); !moving.empty()) {
     // Not cached: the next call brings yet another address.
-    return Entry::negative("static_inputs_moving", std::move(moving),
+    return Entry::negative(FallbackReason::kStaticInputsMoving, std::move(moving),
                            describe_signature(inputs, is_static_));
   } else {
     try {
@@ -173,7 +173,7 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
         options_.log("capture failed, calls with this signature use the fallback path: " +
                      message.substr(0, 500));
       }
-      entry = Entry::negative("capture_failed", std::move(message),
+      entry = Entry::negative(FallbackReason::kCaptureFailed, std::move(message),
                               describe_signature(inputs, is_static_));
     }
   }
@@ -226,43 +226,17 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
   return entry;  // the evicted entries are destroyed here, outside every lock
 }
 
-std::string fallback_advice(const std::string& reason) {
-  if (reason == "aliased_inputs") {
-    return "pass separate tensors (e.g. .clone() one of them), or views that share no byte";
-  }
-  if (reason == "mixed_devices") return "move every tensor input to the model's device";
-  if (reason == "requires_grad") {
-    return "call under torch.no_grad() or torch.inference_mode(); graphs record no autograd";
-  }
-  if (reason == "explicit_generator") return "draw random numbers with the global generator";
-  if (reason == "unsupported_tensor") return "pass plain tensors, not tensor subclasses";
-  if (reason == "capture_failed") {
-    return "an op cannot run while the device graph records (host synchronisation, a CPU round "
-           "trip): move it out of the compiled region or make it a graph break";
-  }
-  if (reason == "static_inputs_moving") {
-    return "a tensor the graph reads in place is replaced on every call (self.h = ...): update "
-           "it in place (self.h.copy_(...)) or pass it as an argument";
-  }
-  if (reason == "verify_mismatch") {
-    return "the replay does not compute what eager does: report it with the signature";
-  }
-  return "";
-}
-
-std::vector<c10::IValue> GraphRunner::fall_back(const std::string& reason,
-                                                const std::string& detail,
+std::vector<c10::IValue> GraphRunner::fall_back(FallbackReason reason, const std::string& detail,
                                                 const std::vector<c10::IValue>& inputs) {
   RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
+  const auto& about = info(reason);
   Stats::get().add_fallback(reason);
-  // A failed capture and a verification mismatch were logged when they happened.
-  const bool logged = reason == "capture_failed" || reason == "verify_mismatch";
-  if (options_.log && !logged && state_->first_fallback(reason)) {
+  if (options_.log && !about.logged_where_decided && state_->first_fallback(reason)) {
     // Nothing else tells a user whose values are right that no graph ever runs.
-    std::string message = "calls of this graph run without a graph (fallback " + reason + ")";
+    std::string message =
+        "calls of this graph run without a graph (fallback " + std::string(about.name) + ")";
     if (!detail.empty()) message += ": " + detail.substr(0, 300);
-    const auto hint = fallback_advice(reason);
-    options_.log(message + "; " + (hint.empty() ? "see graphdispatch.stats()['fallbacks']" : hint) +
+    options_.log(message + "; " + std::string(about.advice) +
                  ". Said once per graph and reason; stats()['fallbacks'] counts every call.");
   }
   return fn_(inputs);
@@ -271,18 +245,20 @@ std::vector<c10::IValue> GraphRunner::fall_back(const std::string& reason,
 std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
                                                       const std::shared_ptr<Entry>& entry,
                                                       const std::vector<c10::IValue>& inputs) {
-  auto checked = entry->replay_verified(fn_, inputs, options_);
+  auto checked = graphdispatch::replay_verified(*entry, fn_, inputs, options_);
   auto& stats = Stats::get();
   stats.verified_replays.fetch_add(1, std::memory_order_relaxed);
   if (checked.mismatch.empty()) return std::move(checked.outputs);
-  stats.add_fallback("verify_mismatch");
+  stats.add_fallback(FallbackReason::kVerifyMismatch);
   if (options_.log) {
     options_.log("a replay differs from the non-graph path at " + checked.mismatch +
                  "; signature " + entry->signature().substr(0, 600) +
                  ". The entry is disabled: calls with this signature run without a graph "
-                 "(fallback verify_mismatch); this call returned the non-graph result");
+                 "(fallback " + std::string(name(FallbackReason::kVerifyMismatch)) +
+                 "); this call returned the non-graph result");
   }
-  auto disabled = Entry::negative("verify_mismatch", checked.mismatch, entry->signature());
+  auto disabled =
+      Entry::negative(FallbackReason::kVerifyMismatch, checked.mismatch, entry->signature());
   std::shared_ptr<Entry> replaced;
   {
     std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
@@ -313,10 +289,10 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
     stats.cache_misses.fetch_add(1, std::memory_order_relaxed);
     entry = find_or_capture(sig, inputs);
   }
-  if (entry->is_negative()) return fall_back(entry->reason(), entry->detail(), inputs);
-  if (auto overlap = entry->static_overlap(inputs)) {
+  if (entry->is_negative()) return fall_back(*entry->reason(), entry->detail(), inputs);
+  if (auto overlap = entry->aliasing().static_overlap(inputs)) {
     const auto [dynamic, fixed] = *overlap;
-    return fall_back("aliased_inputs",
+    return fall_back(FallbackReason::kAliasedInputs,
                      options_.input(dynamic) + ": " +
                          describe_layout(inputs[dynamic].toTensor()) + " overlaps " +
                          options_.input(fixed) +

@@ -1,8 +1,11 @@
 #pragma once
 
+#include "runtime/admission.h"
+#include "runtime/capture_lock.h"
 #include "runtime/device_graph.h"
 #include "runtime/entry.h"
 #include "runtime/entry_cache.h"
+#include "runtime/fallback_reason.h"
 #include "runtime/runner_options.h"
 #include "runtime/signature.h"
 
@@ -20,10 +23,6 @@
 #include <vector>
 
 namespace graphdispatch {
-
-/// One line of advice for a fallback reason the runtime records ("" for one it does not know):
-/// the first-fallback warning's, and `graphdispatch.explain`'s through the bindings.
-std::string fallback_advice(const std::string& reason);
 
 // Note [Moving static inputs]
 // Static addresses are part of the key, so new weights are a new entry: one per module
@@ -110,12 +109,12 @@ class GraphRunner final {
     std::shared_mutex cache_mutex;
     std::mutex capture_mutex;
     /// True the first time `reason` is seen: each graph warns once per fallback reason.
-    bool first_fallback(const std::string& reason) {
+    bool first_fallback(FallbackReason reason) {
       std::lock_guard<std::mutex> lock(warned_mutex);
       return warned.insert(reason).second;
     }
     std::mutex warned_mutex;
-    std::set<std::string> warned;
+    std::set<FallbackReason> warned;
     /// Per input layout: entries lost to a freed or moved static input before serving a
     /// second call.
     struct Layout {
@@ -144,7 +143,7 @@ class GraphRunner final {
   /// Why `sig` must not be captured because its layout keeps losing static inputs, or "".
   std::string moving_static_input(const Signature& sig, const std::vector<c10::IValue>& inputs);
   /// The callable on the caller's tensors, counted under `reason`.
-  std::vector<c10::IValue> fall_back(const std::string& reason, const std::string& detail,
+  std::vector<c10::IValue> fall_back(FallbackReason reason, const std::string& detail,
                                      const std::vector<c10::IValue>& inputs);
   /// A replay checked against the non-graph path; a mismatch disables the entry.
   std::vector<c10::IValue> replay_verified(const Signature& sig, const std::shared_ptr<Entry>& entry,

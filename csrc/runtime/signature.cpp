@@ -99,7 +99,7 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vecto
     } else if (v.isNone()) {
       w.push_back(kNone);
     } else if (v.isGenerator()) {
-      // Keyed by identity only so the refusal can be cached (Entry::refusal).
+      // Keyed by identity only so the refusal can be cached (refusal() in admission.h).
       w.push_back(kGenerator);
       w.push_back(reinterpret_cast<std::intptr_t>(v.toGenerator().unsafeGetGeneratorImpl()));
     } else {

@@ -12,8 +12,8 @@ namespace graphdispatch {
 
 // Note [Cache key]
 // A replay is only correct when everything that decides which kernels run, and how they read
-// their inputs, is what it was at capture. The anchor (seed 000) keys on shapes alone; the key
-// here holds, per tensor input: device type and index, dtype, shape, strides and requires_grad,
+// their inputs, is what it was at capture. Shapes alone are not enough; the key holds, per
+// tensor input: device type and index, dtype, shape, strides and requires_grad,
 // and for static inputs (read where they are) the storage-offset alignment (bytes mod 16, since
 // vectorised kernels pick paths by alignment; dynamic inputs are copied into fresh buffers);
 // per non-tensor input: its kind and exact value (int, float bits, bool, None; a generator
@@ -69,8 +69,9 @@ std::string describe_layout(const at::Tensor& t);
 std::string describe_signature(const std::vector<c10::IValue>& inputs,
                                const std::vector<bool>& is_static);
 
-/// The seed's replay-time check (D1), kept as an invariant behind the complete key. Throws
-/// c10::Error "input mismatch at position i: captured <shape>/<dtype>, got <shape>/<dtype>".
+/// The replay-time check of a buffer against the caller's tensor, kept as an invariant behind
+/// the complete key. Throws c10::Error "input mismatch at position i: captured
+/// <shape>/<dtype>, got <shape>/<dtype>".
 void check_input_match(const at::Tensor& captured, const at::Tensor& given, std::size_t position);
 
 }  // namespace graphdispatch

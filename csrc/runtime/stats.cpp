@@ -7,9 +7,9 @@ Stats& Stats::get() {
   return *stats;
 }
 
-void Stats::add_fallback(const std::string& reason) {
+void Stats::add_fallback(FallbackReason reason) {
   std::lock_guard<std::mutex> lock(*fallbacks_mutex_);
-  ++fallbacks_[reason];
+  ++fallbacks_[std::string(name(reason))];
 }
 
 std::map<std::string, std::int64_t> Stats::fallbacks() const {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "runtime/fallback_reason.h"
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -29,7 +31,7 @@ class Stats final {
   /// Replays checked against the non-graph path (verify_replays).
   std::atomic<std::int64_t> verified_replays{0};
   /// Unsafe outputs still referenced when their entry replayed again, copied away first
-  /// (Note [Outputs still held] in entry.h).
+  /// (Note [Outputs still held] in output_plan.h).
   std::atomic<std::int64_t> held_outputs_copied{0};
   /// Gauges, not totals (reset() leaves them): captured entries alive in this process and the
   /// bytes they hold (Entry::bytes). A forked child starts from zero: the parent's entries are
@@ -37,7 +39,8 @@ class Stats final {
   std::atomic<std::int64_t> live_entries{0};
   std::atomic<std::int64_t> live_entry_bytes{0};
 
-  void add_fallback(const std::string& reason);
+  void add_fallback(FallbackReason reason);
+  /// Calls served without a graph, by reason name (FallbackReasonInfo::name).
   std::map<std::string, std::int64_t> fallbacks() const;
   void reset();
   void reset_after_fork();

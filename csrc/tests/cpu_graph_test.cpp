@@ -80,7 +80,7 @@ TEST_F(CpuGraphTest, HostReadFailsTheCaptureNamingTheOp) {
     expect_equal(runner({x}), fn({x}));  // eager's values through the fallback, not a baked max
   }
   auto entry = runner.entries().at(0);
-  EXPECT_EQ(entry->reason(), "capture_failed");
+  EXPECT_EQ(entry->reason(), FallbackReason::kCaptureFailed);
   EXPECT_NE(entry->detail().find("aten::_local_scalar_dense"), std::string::npos) << entry->detail();
   EXPECT_EQ(Stats::get().fallbacks().at("capture_failed"), 2);
 }

@@ -398,7 +398,7 @@ TEST_F(GraphRunnerTest, VerificationCatchesAStaleReplayAndDisablesTheEntry) {
   EXPECT_NE(logged[0].find("0: [4]/float32 strides (1)"), std::string::npos) << logged[0];
   auto entry = runner.entry_for({a1, b1});
   ASSERT_TRUE(entry && entry->is_negative());
-  EXPECT_EQ(entry->reason(), "verify_mismatch");
+  EXPECT_EQ(entry->reason(), FallbackReason::kVerifyMismatch);
 }
 
 TEST_F(GraphRunnerTest, VerificationPassesOnAGoodGraphAndStopsAfterK) {

@@ -70,9 +70,8 @@ def stats() -> dict[str, Any]:
     bounded by max_recaptures), verified_replays (replays checked against
     the non-graph path, verify_replays), held_outputs_copied (unsafe outputs still referenced
     when their entry replayed again, copied into memory of their own first), fallbacks ({reason: calls served by the
-    non-graph path}: aliased_inputs, mixed_devices, requires_grad, unsupported_tensor,
-    capture_failed, explicit_generator, data_dependent, verify_mismatch,
-    static_inputs_moving), routes ({route: graphs compiled since the last reset}); and two
+    non-graph path}, the reasons of ``_C.fallback_reasons()``, listed in docs/diagnosing.md
+    section 3), routes ({route: graphs compiled since the last reset}); and two
     gauges that reset() leaves alone: entries (captured entries alive now) and entry_bytes
     (bytes they hold: input buffers plus graph memory). Counters are per process; a forked
     child starts from zero.

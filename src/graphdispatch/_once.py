@@ -1,7 +1,6 @@
 """Run-once setup steps and the state a forked child must recreate.
 
-A route's setup is an ordered ``Setup`` of named ``RunOnce`` steps (seed 002's lazy-setup
-discipline, design 2.9):
+A route's setup is an ordered ``Setup`` of named ``RunOnce`` steps (design 2.9):
 
 - a step runs on first use, under a ``threading.Condition``: concurrent first users wait for
   the one running it, and the step runs once;
@@ -69,7 +68,7 @@ class RunOnce:
                 self._done = succeeded
                 self._cond.notify_all()
 
-    def _after_fork_in_child(self) -> None:
+    def reset_after_fork(self) -> None:
         self._cond = threading.Condition()
         self._running = False
 
@@ -119,15 +118,12 @@ def at_fork_in_child(hook: Callable[[], None]) -> None:
 
 def _after_fork_in_child() -> None:
     for step in list(_ALL):
-        step._after_fork_in_child()
+        step.reset_after_fork()
     for hook in list(_FORK_HOOKS.values()):
         hook()
 
 
-def _run_fork_hooks_in_child() -> None:
-    _after_fork_in_child()  # looked up at fork time: after a reload, the new version runs
-
-
 if not globals().get("_AT_FORK_REGISTERED"):
-    os.register_at_fork(after_in_child=_run_fork_hooks_in_child)
+    # Looked up at fork time: after a reload, the new version runs.
+    os.register_at_fork(after_in_child=lambda: _after_fork_in_child())
     _AT_FORK_REGISTERED = True

@@ -160,7 +160,7 @@ _ALL_FACTORIES: "weakref.WeakSet[FrameworkGraphs]" = weakref.WeakSet()
 def _after_fork_in_child() -> None:
     HOLD_OFF.reset_after_fork()
     for factory in list(_ALL_FACTORIES):
-        factory._after_fork_in_child()
+        factory.reset_after_fork()
 
 
 at_fork_in_child(_after_fork_in_child)
@@ -312,7 +312,7 @@ class FrameworkGraphs:
         self._lock = threading.Lock()
         _ALL_FACTORIES.add(self)
 
-    def _after_fork_in_child(self) -> None:
+    def reset_after_fork(self) -> None:
         # Runners keep their factory across fork: give it a new lock (a parent thread may
         # hold the old one) and no pools (they belong to the parent's device context).
         self._lock = threading.Lock()

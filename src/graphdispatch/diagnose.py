@@ -18,21 +18,18 @@ import torch
 
 from .graph_analysis import describe_node
 
-# Advice for what the Python layer decides (graph breaks, graphs refused as a whole); the
-# runtime's own reasons get theirs from the runtime (advice()).
-ADVICE: dict[str, str] = {
-    "graph_break": "each break splits the model into graphs, each a capture and a launch: "
-                   "remove the construct Dynamo names, or torch._dynamo.disable the part around it",
-    "data_dependent": "the graph reads a value on the host mid-graph (.item(), nonzero, boolean "
-                      "masks): compute it outside the compiled region",
-}
+# A graph break is not a fallback (each side is captured and replayed), but costs a launch.
+GRAPH_BREAK_ADVICE = ("each break splits the model into graphs, each a capture and a launch: "
+                      "remove the construct Dynamo names, or torch._dynamo.disable the part "
+                      "around it")
 
 
 def advice(reason: str) -> str:
-    """One line of advice for a fallback or refusal reason ("" for an unknown one)."""
+    """One line of advice for a fallback reason, from the runtime's one list of them
+    (``_C.fallback_reasons()``); "" for a name not in it."""
     from . import _C
 
-    return ADVICE.get(reason) or _C.fallback_advice(reason)
+    return _C.fallback_reasons().get(reason, "")
 
 
 _INPUT_POSITION = re.compile(r"^input (\d+)\b")
@@ -58,7 +55,7 @@ class Explanation:
                  "the call: " + _counters(self.stats)]
         for k, brk in enumerate(self.graph_breaks):
             lines.append(f"graph break {k}: {brk['reason']} at {brk['where']}")
-            lines.append(f"  advice: {ADVICE['graph_break']}")
+            lines.append(f"  advice: {GRAPH_BREAK_ADVICE}")
         for g in self.graphs:
             lines.append("")
             lines.append(f"graph {g['index']}: route {g['route']} ({g['route_reason']}), "

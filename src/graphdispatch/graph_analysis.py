@@ -82,20 +82,23 @@ def graph_refusal(gm: torch.fx.GraphModule) -> tuple[str, torch.fx.Node] | None:
     or the capture would fail on the sync. "explicit_generator": a graph advances only the
     generators registered at capture, so an explicit one would repeat its numbers. (An output
     that is a view of an input is no reason: the runtime rebuilds it on the caller's tensor.)
+    Both are names from the runtime's one list of fallback reasons (``_C.FallbackReason``).
     """
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
     from torch.utils import _pytree as pytree
+
+    from . import _C
 
     for node in gm.graph.nodes:
         value = node.meta.get("example_value", node.meta.get("val"))
         if any(isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
                and free_unbacked_symbols(leaf) for leaf in pytree.tree_leaves(value)):
-            return "data_dependent", node
+            return _C.FallbackReason.data_dependent.name, node
         # A generator appears as an argument, or as an attribute of the module (FX tracing).
         attribute = getattr(gm, node.target, None) if node.op == "get_attr" else None
         if isinstance(attribute, torch.Generator) or any(
                 isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((node.args, node.kwargs))):
-            return "explicit_generator", node
+            return _C.FallbackReason.explicit_generator.name, node
     return None
 
 

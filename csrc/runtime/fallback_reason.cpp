@@ -1,0 +1,51 @@
+#include "runtime/fallback_reason.h"
+
+#include <c10/util/Exception.h>
+
+namespace graphdispatch {
+
+const std::array<FallbackReasonInfo, 9>& fallback_reasons() {
+  static const std::array<FallbackReasonInfo, 9> reasons{{
+      {FallbackReason::kRequiresGrad, "requires_grad",
+       "call under torch.no_grad() or torch.inference_mode(); graphs record no autograd", false},
+      {FallbackReason::kAliasedInputs, "aliased_inputs",
+       "pass separate tensors (e.g. .clone() one of them), or views that share no byte", false},
+      {FallbackReason::kMixedDevices, "mixed_devices",
+       "move every tensor input to the model's device", false},
+      {FallbackReason::kUnsupportedTensor, "unsupported_tensor",
+       "pass plain tensors, not tensor subclasses", false},
+      {FallbackReason::kExplicitGenerator, "explicit_generator",
+       "draw random numbers with the global generator", false},
+      {FallbackReason::kDataDependent, "data_dependent",
+       "the graph reads a value on the host mid-graph (.item(), nonzero, boolean masks): "
+       "compute it outside the compiled region",
+       false},
+      {FallbackReason::kCaptureFailed, "capture_failed",
+       "an op cannot run while the device graph records (host synchronisation, a CPU round "
+       "trip): move it out of the compiled region or make it a graph break",
+       true},
+      {FallbackReason::kStaticInputsMoving, "static_inputs_moving",
+       "a tensor the graph reads in place is replaced on every call (self.h = ...): update it "
+       "in place (self.h.copy_(...)) or pass it as an argument",
+       false},
+      {FallbackReason::kVerifyMismatch, "verify_mismatch",
+       "the replay does not compute what eager does: report it with the signature", true},
+  }};
+  return reasons;
+}
+
+const FallbackReasonInfo& info(FallbackReason reason) {
+  for (const auto& r : fallback_reasons()) {
+    if (r.reason == reason) return r;
+  }
+  TORCH_INTERNAL_ASSERT(false, "a fallback reason missing from fallback_reasons()");
+}
+
+std::optional<FallbackReason> parse_fallback_reason(std::string_view name) {
+  for (const auto& r : fallback_reasons()) {
+    if (r.name == name) return r.reason;
+  }
+  return std::nullopt;
+}
+
+}  // namespace graphdispatch

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace graphdispatch {
+
+/// Why a call ran without a graph: the one list of fallback reasons. The runtime decides most
+/// of them; the Python layer decides the graph-wide ones (data_dependent, explicit_generator in
+/// the FX graph) and names them through the bindings, so every reason has one spelling, one
+/// line of advice, and one row in docs/diagnosing.md (tests/test_explain.py keeps the two equal).
+enum class FallbackReason {
+  kRequiresGrad,
+  kAliasedInputs,
+  kMixedDevices,
+  kUnsupportedTensor,
+  kExplicitGenerator,
+  kDataDependent,
+  kCaptureFailed,
+  kStaticInputsMoving,
+  kVerifyMismatch,
+};
+
+struct FallbackReasonInfo final {
+  FallbackReason reason;
+  /// The reason in words: the key of stats()['fallbacks'], of warnings and of explain.
+  std::string_view name;
+  /// One line: what the user can do about it.
+  std::string_view advice;
+  /// True when the failure was already logged where it happened (the capture's error, the
+  /// verification's mismatch), so the first fallback for it says nothing more.
+  bool logged_where_decided;
+};
+
+/// Every reason, in the order docs/diagnosing.md lists them.
+const std::array<FallbackReasonInfo, 9>& fallback_reasons();
+const FallbackReasonInfo& info(FallbackReason reason);
+inline std::string_view name(FallbackReason reason) { return info(reason).name; }
+/// The reason called `name`, or nullopt for a name not in the list.
+std::optional<FallbackReason> parse_fallback_reason(std::string_view name);
+
+}  // namespace graphdispatch
