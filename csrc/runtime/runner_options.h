@@ -73,7 +73,7 @@ struct RunnerOptions final {
            std::find(mutated_inputs.begin(), mutated_inputs.end(), i) != mutated_inputs.end();
   }
   /// False when the callable draws no random numbers: capture then never saves, restores or
-  /// locks a generator (cases C29, C33; Note [Random numbers] in entry.h).
+  /// locks a generator (cases C29, C33; Note [Random numbers] in rng_state_guard.h).
   bool random = true;
   /// Captures per input layout after an entry of that layout lost a static input (Note [Moving
   /// static inputs] in graph_runner.h); past it such calls fall back (static_inputs_moving).
