@@ -116,7 +116,7 @@ def test_mismatch_gives_the_caller_eager_mutations():
         x.add_(y)
         return (x * 1,)
 
-    r = stale_runner(add_into, 2, verify_replays=5, mutated_inputs=[0])
+    r = stale_runner(add_into, 2, verify_replays=5, written_inputs=[0])
     r(torch.zeros(3), torch.ones(3))
     x, y = torch.full((3,), 5.0), torch.full((3,), 2.0)
     (out,) = r(x, y)

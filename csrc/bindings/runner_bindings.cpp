@@ -42,7 +42,7 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
                                          bool safe_output_mode, int64_t warmup_iters,
                                          bool copy_stream, int64_t max_entries,
                                          const std::string& eviction, py::object log,
-                                         std::optional<std::vector<std::size_t>> mutated_inputs,
+                                         std::optional<std::vector<std::size_t>> written_inputs,
                                          int64_t max_entry_bytes, int64_t verify_replays,
                                          double verify_rtol, double verify_atol, bool random,
                                          int64_t max_recaptures, py::object watch,
@@ -76,13 +76,13 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
                     input_names.size());
   options.input_names = std::move(input_names);
   // None: the writes are unknown, so every dynamic input counts as written (Note [Aliasing]).
-  options.mutated_known = mutated_inputs.has_value();
-  if (mutated_inputs) {
-    for (auto i : *mutated_inputs) {
-      TORCH_CHECK_VALUE(i < is_static.size(), "mutated_inputs: expected positions < ",
+  options.writes_known = written_inputs.has_value();
+  if (written_inputs) {
+    for (auto i : *written_inputs) {
+      TORCH_CHECK_VALUE(i < is_static.size(), "written_inputs: expected positions < ",
                         is_static.size(), ", got ", i);
     }
-    options.mutated_inputs = std::move(*mutated_inputs);
+    options.written_inputs = std::move(*written_inputs);
   }
   try {
     options.eviction = parse_eviction(eviction);
@@ -103,7 +103,7 @@ void init_runner(py::module_& m) {
            py::arg("safe_output_mode") = true, py::arg("warmup_iters") = 1,
            py::arg("copy_stream") = true, py::arg("max_entries") = 0,
            py::arg("eviction") = "fifo", py::arg("log") = py::none(),
-           py::arg("mutated_inputs") = py::none(), py::arg("max_entry_bytes") = 0,
+           py::arg("written_inputs") = py::none(), py::arg("max_entry_bytes") = 0,
            py::arg("verify_replays") = 0, py::arg("verify_rtol") = 0.0,
            py::arg("verify_atol") = 0.0, py::arg("random") = true,
            py::arg("max_recaptures") = 8, py::arg("watch") = py::none(),

@@ -138,7 +138,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   e->pipeline_ = &CopyPipeline::for_device(e->device_);
   e->order_.emplace(e->device_);  // on the stream the buffers are allocated on
   e->inputs_.reserve(inputs.size());
-  const auto& known = options.mutated_inputs;
+  const auto& known = options.written_inputs;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
     if (!v.isTensor()) {
@@ -148,14 +148,14 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
       e->static_refs_.push_back(v.toTensor().storage().getWeakStorageImpl());
       e->static_data_ptrs_.push_back(v.toTensor().storage().data());
       e->inputs_.emplace_back();
-      if (contains(known, i)) e->static_mutated_.push_back(i);
+      if (contains(known, i)) e->static_written_.push_back(i);
     } else {
       const auto& t = v.toTensor();
       e->dynamic_positions_.push_back(i);
       e->expanded_.push_back(is_expanded(t));
       // Same strides, zero ones included: the buffer is expanded as the input is.
       e->inputs_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
-      if (contains(known, i)) e->mutated_.push_back(i);
+      if (contains(known, i)) e->dynamic_written_.push_back(i);
     }
   }
 
@@ -164,12 +164,12 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   // real; their values before the call are put back once the capture is over, so the call's
   // own replay applies the write exactly once.
   std::vector<at::Tensor> written_before;
-  for (auto i : e->static_mutated_) {
+  for (auto i : e->static_written_) {
     written_before.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
   }
   auto put_back = [&] {
     for (std::size_t k = 0; k < written_before.size(); ++k) {
-      inputs[e->static_mutated_[k]].toTensor().copy_(written_before[k]);
+      inputs[e->static_written_[k]].toTensor().copy_(written_before[k]);
     }
   };
   // One capture per device at a time (Note on CopyPipeline::capture_mutex); the stream scopes
@@ -275,8 +275,8 @@ std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn,
   auto outputs = fn(arguments(inputs));
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    if (version(inputs_[i].toTensor()) != versions[k] && !contains(mutated_, i)) {
-      mutated_.push_back(i);
+    if (version(inputs_[i].toTensor()) != versions[k] && !contains(dynamic_written_, i)) {
+      dynamic_written_.push_back(i);
     }
   }
   return outputs;
@@ -344,14 +344,14 @@ void Entry::plan_aliasing_checks(const std::vector<c10::IValue>& inputs,
                                  const RunnerOptions& options) {
   written_.assign(inputs.size(), false);
   for (auto i : dynamic_positions_) {
-    written_[i] = !options.mutated_known || contains(mutated_, i);
+    written_[i] = !options.writes_known || contains(dynamic_written_, i);
   }
   std::vector<Span> all, written;
   for (auto i : static_positions_) {
     auto span = span_of(inputs[i].toTensor(), i);
     if (!span) continue;
     all.push_back(*span);
-    if (contains(static_mutated_, i)) written.push_back(*span);
+    if (contains(static_written_, i)) written.push_back(*span);
   }
   if (std::find(written_.begin(), written_.end(), true) != written_.end()) {
     static_spans_ = SpanSet(std::move(all));
@@ -494,7 +494,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   replaying_ = nullptr;
   // Under mutex_, the only writer: no read-modify-write needed on the hot path.
   replays_.store(replays_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  for (auto i : mutated_) {
+  for (auto i : dynamic_written_) {
     const auto& given = inputs[i].toTensor();
     const auto& buffer = inputs_[i].toTensor();
     if (given.data_ptr() == buffer.data_ptr()) continue;
@@ -567,7 +567,7 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   // it are kept, and the before ones put back, so the replay writes them once.
   auto snapshot = [&] {
     std::vector<at::Tensor> values;
-    for (auto i : static_mutated_) {
+    for (auto i : static_written_) {
       values.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
     }
     return values;
@@ -582,11 +582,11 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // An output that is a written static input would change with the put-back below.
     const auto& view = output_views_[k];
-    const bool on_written = view && contains(static_mutated_, view->position);
+    const bool on_written = view && contains(static_written_, view->position);
     if (on_written) expected[k] = expected[k].toTensor().clone(at::MemoryFormat::Preserve);
   }
   for (std::size_t k = 0; k < before.size(); ++k) {
-    inputs[static_mutated_[k]].toTensor().copy_(before[k]);
+    inputs[static_written_[k]].toTensor().copy_(before[k]);
   }
   Verified result{replay(inputs, options), ""};
   TORCH_INTERNAL_ASSERT(expected.size() == result.outputs.size());
@@ -596,9 +596,9 @@ Entry::Verified Entry::replay_verified(const Callable& fn, const std::vector<c10
   }
   if (result.mismatch.empty()) return result;
   // The replay wrote its (wrong) values of mutated inputs back; the non-graph ones win.
-  for (auto i : mutated_) inputs[i].toTensor().copy_(copies[i].toTensor());
+  for (auto i : dynamic_written_) inputs[i].toTensor().copy_(copies[i].toTensor());
   for (std::size_t k = 0; k < after.size(); ++k) {
-    inputs[static_mutated_[k]].toTensor().copy_(after[k]);
+    inputs[static_written_[k]].toTensor().copy_(after[k]);
   }
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // Outputs that view inputs stay on the caller's tensors, which now hold the right values.

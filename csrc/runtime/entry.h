@@ -231,8 +231,8 @@ class Entry final {
   std::vector<std::size_t> static_positions_;
   // Static inputs the graph writes in place (tensors marked with mark_static_address): put
   // back after capture (Note [Static inputs that are written] in entry.cpp).
-  std::vector<std::size_t> static_mutated_;
-  std::vector<std::size_t> mutated_;
+  std::vector<std::size_t> static_written_;
+  std::vector<std::size_t> dynamic_written_;
   std::vector<c10::IValue> static_outputs_;
   // Per output: where it lies in an input, for outputs that are (views of) inputs. Such an
   // output is rebuilt on the caller's tensor, as eager returns it (cases C24, C40).

@@ -62,15 +62,15 @@ struct RunnerOptions final {
   /// Input positions the callable writes to, known from its ops' schemas (the Python layer
   /// reads them off the graph). Version counters alone miss ops that write without bumping
   /// them (batch_norm's running stats); each listed dynamic input is copied back after replay.
-  std::vector<std::size_t> mutated_inputs;
-  /// True when `mutated_inputs` is complete. Otherwise (the default, and when the Python layer
+  std::vector<std::size_t> written_inputs;
+  /// True when `written_inputs` is complete. Otherwise (the default, and when the Python layer
   /// could not work the writes out) every dynamic input counts as written for the aliasing
   /// checks (Note [Aliasing]).
-  bool mutated_known = false;
+  bool writes_known = false;
   /// True when the callable may write input `i`: listed, or the writes are unknown.
   bool may_write(std::size_t i) const {
-    return !mutated_known ||
-           std::find(mutated_inputs.begin(), mutated_inputs.end(), i) != mutated_inputs.end();
+    return !writes_known ||
+           std::find(written_inputs.begin(), written_inputs.end(), i) != written_inputs.end();
   }
   /// False when the callable draws no random numbers: capture then never saves, restores or
   /// locks a generator (cases C29, C33; Note [Random numbers] in entry.h).
