@@ -42,6 +42,10 @@ using WatchSink = std::function<void(const std::vector<at::Tensor>&)>;
 using LogSink = std::function<void(const std::string&)>;
 
 /// The per-runner settings of design 2.1 that the runtime acts on. Value type.
+///
+/// The fields that are user options (set by name through runner_option_table.h) take their
+/// defaults from src/graphdispatch/config.py, the one definition of every option;
+/// tests/test_option_layers.py checks that the two agree.
 struct RunnerOptions final {
   /// Return clones of the static outputs (a later replay cannot change what the caller holds).
   bool safe_output_mode = true;
@@ -80,9 +84,10 @@ struct RunnerOptions final {
   std::int64_t max_recaptures = 8;
   /// Replays of each entry checked against the non-graph path (Note [Verified replays]).
   std::int64_t verify_replays = 0;
-  /// Tolerances of that check; 0 and 0 compare exactly.
-  double verify_rtol = 0.0;
-  double verify_atol = 0.0;
+  /// Tolerances of that check: |replay - expected| <= verify_atol + verify_rtol * |expected|;
+  /// 0 and 0 compare exactly.
+  double verify_rtol = 1e-5;
+  double verify_atol = 1e-6;
   /// Per input position, what the user calls it: a parameter's or buffer's module path
   /// (`blocks.3.attn.to_q.weight`), an argument's name (`hidden_states`), or "" when unknown
   /// (case C48). Empty when none is known.

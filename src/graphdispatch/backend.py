@@ -239,20 +239,14 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     # they are. A static input not so marked that the graph writes becomes a copied input.
     is_static = [s and (i not in written or marked_static_address(v))
                  for i, (s, v) in enumerate(zip(is_static, example_inputs))]
-    # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
-    exact = route == ROUTE_GRAPH_ONLY
     watch = StaticInputWatch()
+    runtime_options = config.runtime_options(options)
+    # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
+    if route == ROUTE_GRAPH_ONLY:
+        runtime_options.update(verify_rtol=0.0, verify_atol=0.0)
     runner = _C.GraphRunner(
-        fn, is_static, graph_factory(kind),
-        safe_output_mode=options["safe_output_mode"], warmup_iters=options["warmup_iters"],
-        copy_stream=options["copy_stream"], max_entries=options["max_entries"],
-        eviction=options["eviction"], log=log.warning,
-        written_inputs=effects.written,
-        random=effects.random, max_recaptures=options["max_recaptures"], watch=watch,
-        max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
-        verify_rtol=0.0 if exact else options["verify_rtol"],
-        verify_atol=0.0 if exact else options["verify_atol"],
-        input_names=record.names, max_total_entry_bytes=options["max_total_entry_bytes"])
+        fn, is_static, graph_factory(kind), log=log.warning, written_inputs=effects.written,
+        random=effects.random, watch=watch, input_names=record.names, **runtime_options)
     watch.bind(runner)
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
@@ -272,11 +266,9 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
 class Backend:
     """``torch.compile(model, backend=graphdispatch.Backend(**options))``.
 
-    Options (design 2.1; see ``graphdispatch.config`` for each one's meaning and default):
-    graph_only, graph_with_compile, lazy_capture, max_entries, eviction, safe_output_mode,
-    warmup_iters, copy_stream, device_graph, max_entry_bytes, max_total_entry_bytes,
-    verify_replays, verify_rtol, verify_atol, max_recaptures; ``-`` or ``_`` in keys; MindIE-SD's
-    ``aclgraph_*`` names as aliases. ``mode`` is None, "default" or "reduce-overhead" (the
+    Options (design 2.1): every ``graphdispatch.config.OPTIONS`` entry, which gives each one's
+    type, default and meaning; ``-`` or ``_`` in keys; MindIE-SD's ``aclgraph_*`` names as
+    aliases. ``mode`` is None, "default" or "reduce-overhead" (the
     graph_with_compile route). Raises TypeError/ValueError naming the key for an invalid
     option, before any work.
     """
