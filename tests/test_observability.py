@@ -13,7 +13,7 @@ import torch._dynamo
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.device_graphs import _FrameworkGraph
+from graphdispatch.framework_graphs import FrameworkGraph
 
 from cases.cases_helpers import GRAPH_ONLY, compiled, graph_kind, runner  # noqa: F401
 
@@ -72,7 +72,7 @@ class StaleGraphs:
             def replay(self): pass
             def reset(self): pass
 
-        return _FrameworkGraph(Stale(), {}, [], lambda: None)
+        return FrameworkGraph(Stale(), {}, [], lambda: None)
 
     def is_capturing(self, device):
         return False
@@ -213,7 +213,7 @@ class PoolGraphs(StaleGraphs):
             def replay(self): pass
             def reset(self): pass
 
-        return _FrameworkGraph(Recording(), {}, [], lambda: None, reserved=lambda: self.reserved)
+        return FrameworkGraph(Recording(), {}, [], lambda: None, reserved=lambda: self.reserved)
 
 
 def test_entry_bytes_count_buffers_and_outputs(graph_kind):
