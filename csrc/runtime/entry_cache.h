@@ -14,7 +14,7 @@
 
 namespace graphdispatch {
 
-/// Which entry a full cache gives up: the oldest inserted ("fifo", the seed's MindIE-SD
+/// Which entry a full cache gives up: the oldest inserted ("fifo", MindIE-SD's
 /// behaviour) or the least recently used ("lru").
 enum class Eviction { kFifo, kLru };
 
