@@ -147,10 +147,10 @@ def measure(n: int, repeats: int, calls: int, python_impl: bool = True) -> dict[
     is_static = [i < n // 2 for i in range(n)]
     caller_args = [torch.nn.Parameter(torch.randn(NUMEL), requires_grad=False) if s
                    else torch.randn(NUMEL) for s in is_static]
-    # mutated_inputs=[]: the callable writes nothing, as the backend reads off the graph.
+    # written_inputs=[]: the callable writes nothing, as the backend reads off the graph.
     runner = _C.GraphRunner(trivial, is_static, make_factory("emulated"), safe_output_mode=True,
                             warmup_iters=1, copy_stream=True, max_entries=0, eviction="fifo",
-                            log=None, mutated_inputs=[])
+                            log=None, written_inputs=[])
     python = PythonReplay(trivial, is_static)
     runner.capture(*caller_args)
     python(*caller_args)

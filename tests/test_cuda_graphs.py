@@ -273,14 +273,14 @@ def test_user_streams_never_alias_the_runtime_streams():
 
 
 def test_empty_cache_is_held_off_in_every_spelling_during_capture():
-    from graphdispatch import _C, device_graphs
+    from graphdispatch import _C, capture_hold_off
     from graphdispatch.backend import graph_factory
 
     seen = []
 
     def fn(x):  # run by the runner itself (no Dynamo), so the checks run at capture time
         if torch.cuda.is_current_stream_capturing():
-            seen.append([f is device_graphs._no_empty_cache for f in (
+            seen.append([f is capture_hold_off._no_empty_cache for f in (
                 torch.cuda.empty_cache, torch.cuda.memory.empty_cache,
                 torch.accelerator.empty_cache, torch.accelerator.memory.empty_cache)])
         return (x * 2,)
@@ -289,4 +289,4 @@ def test_empty_cache_is_held_off_in_every_spelling_during_capture():
     x = torch.randn(4, device="cuda")
     torch.testing.assert_close(runner(x)[0], x * 2)
     assert seen == [[True] * 4] and graphdispatch.stats()["captures"] == 1
-    assert torch.cuda.empty_cache is not device_graphs._no_empty_cache
+    assert torch.cuda.empty_cache is not capture_hold_off._no_empty_cache

@@ -14,9 +14,10 @@ import torch
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch import device_graphs
-from graphdispatch.device_graphs import (HOLD_OFF, FrameworkGraphs, _FrameworkGraph, choose_kind,
-                                         warn_without_warmup)
+from graphdispatch import capture_hold_off, device_graphs
+from graphdispatch.capture_hold_off import HOLD_OFF
+from graphdispatch.device_graphs import choose_kind, warn_without_warmup
+from graphdispatch.framework_graphs import FrameworkGraph, FrameworkGraphFactory
 
 
 class FakeFrameworkGraph:
@@ -52,7 +53,7 @@ class FakeGraphs:
 
     def create(self, device):
         assert device == "cpu"
-        return _FrameworkGraph(FakeFrameworkGraph(self.log), {}, [self.module],
+        return FrameworkGraph(FakeFrameworkGraph(self.log), {}, [self.module],
                                lambda: self.log.append(("failed",)))
 
     def is_capturing(self, device):
@@ -78,7 +79,7 @@ def test_failed_capture_restores_gc_and_empty_cache():
     log = []
     module = types.SimpleNamespace(empty_cache=lambda: "real")
     failed = []
-    adapter = _FrameworkGraph(FakeFrameworkGraph(log, fail_capture=True), {}, [module],
+    adapter = FrameworkGraph(FakeFrameworkGraph(log, fail_capture=True), {}, [module],
                               lambda: failed.append(1))
     adapter.capture_begin()
     assert not gc.isenabled() and module.empty_cache() is None  # held off
@@ -198,7 +199,7 @@ class FakeCudaGraph:
             self.captured = False
 
 
-class FakeCudaGraphs(FrameworkGraphs):
+class FakeCudaGraphs(FrameworkGraphFactory):
     """The CUDA factory with the framework calls replaced by the fakes."""
 
     def __init__(self, allocator=None, kind="cuda"):
@@ -320,9 +321,9 @@ def test_model_error_during_capture_keeps_the_pool():
 def test_npu_captures_in_thread_local_mode_into_a_held_pool(monkeypatch):
     allocator = FakeAllocator()
 
-    class FakeNpuGraphs(FakeCudaGraphs):  # FrameworkGraphs' own NPU branch, over a fake torch.npu
-        _new_graph = FrameworkGraphs._new_graph
-        _module = FrameworkGraphs._module
+    class FakeNpuGraphs(FakeCudaGraphs):  # the factory's own NPU branch, over a fake torch.npu
+        _new_graph = FrameworkGraphFactory._new_graph
+        _module = FrameworkGraphFactory._module
 
     graphs = FakeNpuGraphs(allocator, kind="npu")
     npu = types.SimpleNamespace(NPUGraph=lambda: FakeCudaGraph(graphs),
@@ -338,9 +339,9 @@ def test_hold_off_covers_every_public_empty_cache():
     spellings = [(torch.cuda, "empty_cache"), (torch.cuda.memory, "empty_cache"),
                  (torch.accelerator, "empty_cache"), (torch.accelerator.memory, "empty_cache")]
     originals = [getattr(ns, name) for ns, name in spellings]
-    HOLD_OFF.enter(FrameworkGraphs("cuda")._spellings())
+    HOLD_OFF.enter(FrameworkGraphFactory("cuda")._spellings())
     try:
-        assert all(getattr(ns, name) is device_graphs._no_empty_cache for ns, name in spellings)
+        assert all(getattr(ns, name) is capture_hold_off._no_empty_cache for ns, name in spellings)
     finally:
         HOLD_OFF.exit()
     assert [getattr(ns, name) for ns, name in spellings] == originals
@@ -363,7 +364,7 @@ def test_accelerator_graphs_pass_through_a_callers_capture(monkeypatch):
     fake = types.SimpleNamespace(is_current_stream_capturing=lambda: bool(capturing),
                                  current_device=lambda: 0)
     monkeypatch.setattr(torch, "xpu", fake)
-    graphs = FrameworkGraphs("accelerator")
+    graphs = FrameworkGraphFactory("accelerator")
     assert graphs.is_capturing("xpu:0") is False
     capturing.append(1)
     assert graphs.is_capturing("xpu:0") is True

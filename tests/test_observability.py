@@ -13,7 +13,7 @@ import torch._dynamo
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.device_graphs import _FrameworkGraph
+from graphdispatch.framework_graphs import FrameworkGraph
 
 from cases.cases_helpers import GRAPH_ONLY, compiled, graph_kind, runner  # noqa: F401
 
@@ -72,7 +72,7 @@ class StaleGraphs:
             def replay(self): pass
             def reset(self): pass
 
-        return _FrameworkGraph(Stale(), {}, [], lambda: None)
+        return FrameworkGraph(Stale(), {}, [], lambda: None)
 
     def is_capturing(self, device):
         return False
@@ -116,7 +116,7 @@ def test_mismatch_gives_the_caller_eager_mutations():
         x.add_(y)
         return (x * 1,)
 
-    r = stale_runner(add_into, 2, verify_replays=5, mutated_inputs=[0])
+    r = stale_runner(add_into, 2, verify_replays=5, written_inputs=[0])
     r(torch.zeros(3), torch.ones(3))
     x, y = torch.full((3,), 5.0), torch.full((3,), 2.0)
     (out,) = r(x, y)
@@ -184,7 +184,8 @@ def test_verify_options_are_checked():
     assert graphdispatch.check_options(verify_atol=0)["verify_atol"] == 0.0
     from graphdispatch import config
 
-    assert {n for n, kind in config._TYPES.items() if kind is float} == set(config._FLOAT_RANGES)
+    floats = [option for option in config.OPTIONS if option.type is float]
+    assert floats and all(option.low == 0 and option.high is not None for option in floats)
     assert config._parse_env("verify_rtol", " 1e-3 ") == 1e-3
     for text in ("1_0", "nan", "inf", "0x1", "١"):
         with pytest.raises(ValueError, match="expected a decimal number"):
@@ -212,7 +213,7 @@ class PoolGraphs(StaleGraphs):
             def replay(self): pass
             def reset(self): pass
 
-        return _FrameworkGraph(Recording(), {}, [], lambda: None, reserved=lambda: self.reserved)
+        return FrameworkGraph(Recording(), {}, [], lambda: None, reserved=lambda: self.reserved)
 
 
 def test_entry_bytes_count_buffers_and_outputs(graph_kind):

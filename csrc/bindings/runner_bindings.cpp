@@ -6,6 +6,7 @@
 #include "runtime/cpu_graph.h"
 #include "runtime/graph_runner.h"
 #include "runtime/process_budget.h"
+#include "runtime/runner_option_table.h"
 #include "runtime/stats.h"
 
 #include <ATen/record_function.h>
@@ -38,57 +39,63 @@ std::shared_ptr<Entry> entry_for(const GraphRunner& runner, const py::args& args
   return runner.entry_for(inputs);
 }
 
+// A Python value as the option table holds it; an int past int64_t stays foreign, so the
+// table names it in its range error.
+OptionValue to_option_value(const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return value.cast<bool>();
+  if (py::isinstance<py::int_>(value)) {
+    int overflow = 0;
+    long long i = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow == 0) return static_cast<std::int64_t>(i);
+  } else if (py::isinstance<py::float_>(value)) {
+    return value.cast<double>();
+  } else if (py::isinstance<py::str>(value)) {
+    return value.cast<std::string>();
+  }
+  return ForeignValue{py::type::handle_of(value).attr("__name__").cast<std::string>(),
+                      py::repr(value).cast<std::string>()};
+}
+
+py::object to_python_value(const OptionValue& value) {
+  struct Convert {
+    py::object operator()(bool b) const { return py::bool_(b); }
+    py::object operator()(std::int64_t i) const { return py::int_(i); }
+    py::object operator()(double d) const { return py::float_(d); }
+    py::object operator()(const std::string& s) const { return py::str(s); }
+    py::object operator()(const ForeignValue& f) const { return py::str(f.repr); }
+  };
+  return std::visit(Convert{}, value);
+}
+
+// `by_name`: user options by name (graphdispatch.config), each parsed and checked by the
+// runtime's option table; the other arguments are what the Python layer worked out about the
+// graph, and where the runner reports.
 std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_static,
                                          std::shared_ptr<DeviceGraphFactory> graphs,
-                                         bool safe_output_mode, int64_t warmup_iters,
-                                         bool copy_stream, int64_t max_entries,
-                                         const std::string& eviction, py::object log,
-                                         std::optional<std::vector<std::size_t>> mutated_inputs,
-                                         int64_t max_entry_bytes, int64_t verify_replays,
-                                         double verify_rtol, double verify_atol, bool random,
-                                         int64_t max_recaptures, py::object watch,
+                                         py::object log,
+                                         std::optional<std::vector<std::size_t>> written_inputs,
+                                         bool random, py::object watch,
                                          std::vector<std::string> input_names,
-                                         int64_t max_total_entry_bytes) {
+                                         const py::kwargs& by_name) {
   TORCH_CHECK_TYPE(PyCallable_Check(fn.ptr()), "fn: expected a callable, got ",
                    std::string(py::str(py::type::of(fn))));
-  TORCH_CHECK_VALUE(max_entries >= 0, "max_entries: expected >= 0, got ", max_entries);
-  TORCH_CHECK_VALUE(max_entry_bytes >= 0, "max_entry_bytes: expected >= 0, got ", max_entry_bytes);
-  TORCH_CHECK_VALUE(max_total_entry_bytes >= 0, "max_total_entry_bytes: expected >= 0, got ",
-                    max_total_entry_bytes);
-  TORCH_CHECK_VALUE(verify_replays >= 0, "verify_replays: expected >= 0, got ", verify_replays);
-  TORCH_CHECK_VALUE(max_recaptures >= 0, "max_recaptures: expected >= 0, got ", max_recaptures);
-  TORCH_CHECK_VALUE(verify_rtol >= 0 && verify_atol >= 0,
-                    "verify_rtol, verify_atol: expected >= 0, got ", verify_rtol, ", ",
-                    verify_atol);
   RunnerOptions options;
-  options.safe_output_mode = safe_output_mode;
-  options.warmup_iters = warmup_iters;
-  options.copy_stream = copy_stream;
-  options.max_entries = static_cast<std::size_t>(max_entries);
-  options.max_entry_bytes = static_cast<std::size_t>(max_entry_bytes);
-  options.max_total_entry_bytes = static_cast<std::size_t>(max_total_entry_bytes);
-  options.verify_replays = verify_replays;
-  options.verify_rtol = verify_rtol;
-  options.verify_atol = verify_atol;
+  for (const auto& [name, value] : by_name) {
+    set_runner_option(options, name.cast<std::string>(), to_option_value(value));
+  }
   options.random = random;
-  options.max_recaptures = max_recaptures;
   TORCH_CHECK_VALUE(input_names.empty() || input_names.size() == is_static.size(),
                     "input_names: expected one per input (", is_static.size(), ") or none, got ",
                     input_names.size());
   options.input_names = std::move(input_names);
   // None: the writes are unknown, so every dynamic input counts as written (Note [Aliasing]).
-  options.mutated_known = mutated_inputs.has_value();
-  if (mutated_inputs) {
-    for (auto i : *mutated_inputs) {
-      TORCH_CHECK_VALUE(i < is_static.size(), "mutated_inputs: expected positions < ",
+  options.writes_known = written_inputs.has_value();
+  if (written_inputs) {
+    for (auto i : *written_inputs) {
+      TORCH_CHECK_VALUE(i < is_static.size(), "written_inputs: expected positions < ",
                         is_static.size(), ", got ", i);
     }
-    options.mutated_inputs = std::move(*mutated_inputs);
-  }
-  try {
-    options.eviction = parse_eviction(eviction);
-  } catch (const std::invalid_argument& e) {
-    throw py::value_error(e.what());
+    options.written_inputs = std::move(*written_inputs);
   }
   if (!log.is_none()) options.log = wrap_log_sink(std::move(log));
   if (!watch.is_none()) options.watch = wrap_watch_sink(std::move(watch));
@@ -101,15 +108,13 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
 void init_runner(py::module_& m) {
   py::class_<GraphRunner, std::shared_ptr<GraphRunner>>(m, "GraphRunner")
       .def(py::init(&make_runner), py::arg("fn"), py::arg("is_static"), py::arg("graphs"),
-           py::arg("safe_output_mode") = true, py::arg("warmup_iters") = 1,
-           py::arg("copy_stream") = true, py::arg("max_entries") = 0,
-           py::arg("eviction") = "fifo", py::arg("log") = py::none(),
-           py::arg("mutated_inputs") = py::none(), py::arg("max_entry_bytes") = 0,
-           py::arg("verify_replays") = 0, py::arg("verify_rtol") = 0.0,
-           py::arg("verify_atol") = 0.0, py::arg("random") = true,
-           py::arg("max_recaptures") = 8, py::arg("watch") = py::none(),
+           py::arg("log") = py::none(), py::arg("written_inputs") = py::none(),
+           py::arg("random") = true, py::arg("watch") = py::none(),
            py::arg("input_names") = std::vector<std::string>{},
-           py::arg("max_total_entry_bytes") = 0)
+           "GraphRunner(fn, is_static, graphs, log=None, written_inputs=None, random=True, "
+           "watch=None, input_names=[], **options): options are graphdispatch.config's runtime "
+           "options by name (max_entries=4, eviction='lru', ...), each checked here; an unknown "
+           "name, a wrong type or an out-of-range value raises ValueError/TypeError naming it.")
       .def("__call__",
            [](GraphRunner& self, const py::args& args) {
              auto inputs = to_ivalues(args);
@@ -186,6 +191,15 @@ void init_runner(py::module_& m) {
            "callback's job.")
       .def("reset_after_fork", &GraphRunner::reset_after_fork);
 
+  m.def("runner_option_defaults",
+        [] {
+          py::dict out;
+          for (const auto& [name, value] : runner_option_values(RunnerOptions{})) {
+            out[py::str(name)] = to_python_value(value);
+          }
+          return out;
+        },
+        "{name: default} of every option GraphRunner takes by name, in the runtime's order.");
   m.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
         py::arg("position"));
 }

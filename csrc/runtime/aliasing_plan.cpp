@@ -18,7 +18,7 @@ AliasingPlan::AliasingPlan(const std::vector<c10::IValue>& inputs,
                            const std::vector<std::size_t>& static_mutated,
                            const RunnerOptions& options)
     : dynamic_(std::move(dynamic)), written_(inputs.size(), false) {
-  for (auto i : dynamic_) written_[i] = !options.mutated_known || contains(mutated, i);
+  for (auto i : dynamic_) written_[i] = !options.writes_known || contains(mutated, i);
   std::vector<Span> all, written;
   for (auto i : statics) {
     auto span = span_of(inputs[i].toTensor(), i);

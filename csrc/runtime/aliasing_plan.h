@@ -21,7 +21,7 @@ class AliasingPlan final {
   AliasingPlan() = default;
   /// `inputs`: the capture's call. `dynamic` and `statics`: positions of its dynamic and static
   /// tensor inputs; `mutated` and `static_mutated`: those the graph was seen or declared to
-  /// write (with options.mutated_known false, every dynamic input counts as written).
+  /// write (with options.writes_known false, every dynamic input counts as written).
   AliasingPlan(const std::vector<c10::IValue>& inputs, std::vector<std::size_t> dynamic,
                const std::vector<std::size_t>& mutated, const std::vector<std::size_t>& statics,
                const std::vector<std::size_t>& static_mutated, const RunnerOptions& options);

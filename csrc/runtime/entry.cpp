@@ -52,7 +52,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   e->pipeline_ = &CopyPipeline::for_device(e->device_);
   e->order_.emplace(e->device_);  // on the stream the buffers are allocated on
   e->inputs_.reserve(inputs.size());
-  const auto& known = options.mutated_inputs;
+  const auto& known = options.written_inputs;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
     if (!v.isTensor()) {
@@ -62,14 +62,14 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
       e->static_refs_.push_back(v.toTensor().storage().getWeakStorageImpl());
       e->static_data_ptrs_.push_back(v.toTensor().storage().data());
       e->inputs_.emplace_back();
-      if (contains(known, i)) e->static_mutated_.push_back(i);
+      if (contains(known, i)) e->static_written_.push_back(i);
     } else {
       const auto& t = v.toTensor();
       e->dynamic_positions_.push_back(i);
       e->expanded_.push_back(is_expanded(t));
       // Same strides, zero ones included: the buffer is expanded as the input is.
       e->inputs_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
-      if (contains(known, i)) e->mutated_.push_back(i);
+      if (contains(known, i)) e->dynamic_written_.push_back(i);
     }
   }
 
@@ -78,12 +78,12 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   // real; their values before the call are put back once the capture is over, so the call's
   // own replay applies the write exactly once.
   std::vector<at::Tensor> written_before;
-  for (auto i : e->static_mutated_) {
+  for (auto i : e->static_written_) {
     written_before.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
   }
   auto put_back = [&] {
     for (std::size_t k = 0; k < written_before.size(); ++k) {
-      inputs[e->static_mutated_[k]].toTensor().copy_(written_before[k]);
+      inputs[e->static_written_[k]].toTensor().copy_(written_before[k]);
     }
   };
   // One capture per device at a time (capture_lock); the stream scopes order the warmup and
@@ -132,8 +132,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   auto& stats = Stats::get();
   stats.live_entries.fetch_add(1, std::memory_order_relaxed);
   e->outputs_ = OutputPlan(std::move(static_outputs), e->arguments(inputs));
-  e->aliasing_ = AliasingPlan(inputs, e->dynamic_positions_, e->mutated_, e->static_positions_,
-                              e->static_mutated_, options);
+  e->aliasing_ = AliasingPlan(inputs, e->dynamic_positions_, e->dynamic_written_, e->static_positions_,
+                              e->static_written_, options);
   e->bytes_ = e->count_bytes();
   stats.live_entry_bytes.fetch_add(e->bytes_, std::memory_order_relaxed);
   return e;
@@ -196,8 +196,8 @@ std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn,
   auto outputs = fn(arguments(inputs));
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    if (version(inputs_[i].toTensor()) != versions[k] && !contains(mutated_, i)) {
-      mutated_.push_back(i);
+    if (version(inputs_[i].toTensor()) != versions[k] && !contains(dynamic_written_, i)) {
+      dynamic_written_.push_back(i);
     }
   }
   return outputs;
@@ -255,7 +255,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   replaying_ = nullptr;
   // Under mutex_, the only writer: no read-modify-write needed on the hot path.
   replays_.store(replays_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  for (auto i : mutated_) {
+  for (auto i : dynamic_written_) {
     const auto& given = inputs[i].toTensor();
     const auto& buffer = inputs_[i].toTensor();
     if (given.data_ptr() == buffer.data_ptr()) continue;

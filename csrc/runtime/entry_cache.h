@@ -7,8 +7,6 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <stdexcept>
-#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -19,13 +17,6 @@ namespace graphdispatch {
 /// Which entry a full cache gives up: the oldest inserted ("fifo", as MindIE-SD does) or the
 /// least recently used ("lru").
 enum class Eviction { kFifo, kLru };
-
-/// Parses "fifo" / "lru"; throws std::invalid_argument naming the value otherwise.
-inline Eviction parse_eviction(const std::string& name) {
-  if (name == "fifo") return Eviction::kFifo;
-  if (name == "lru") return Eviction::kLru;
-  throw std::invalid_argument("eviction: expected 'fifo' or 'lru', got '" + name + "'");
-}
 
 /// A bounded map from cache key to entry with FIFO or LRU eviction, bounded by a count of
 /// entries and by a budget of bytes (each value's size as given to `insert`).

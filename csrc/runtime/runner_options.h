@@ -42,6 +42,10 @@ using WatchSink = std::function<void(const std::vector<at::Tensor>&)>;
 using LogSink = std::function<void(const std::string&)>;
 
 /// The per-runner settings of design 2.1 that the runtime acts on. Value type.
+///
+/// The fields that are user options (set by name through runner_option_table.h) take their
+/// defaults from src/graphdispatch/config.py, the one definition of every option;
+/// tests/test_option_layers.py checks that the two agree.
 struct RunnerOptions final {
   /// Return clones of the static outputs (a later replay cannot change what the caller holds).
   bool safe_output_mode = true;
@@ -62,15 +66,15 @@ struct RunnerOptions final {
   /// Input positions the callable writes to, known from its ops' schemas (the Python layer
   /// reads them off the graph). Version counters alone miss ops that write without bumping
   /// them (batch_norm's running stats); each listed dynamic input is copied back after replay.
-  std::vector<std::size_t> mutated_inputs;
-  /// True when `mutated_inputs` is complete. Otherwise (the default, and when the Python layer
+  std::vector<std::size_t> written_inputs;
+  /// True when `written_inputs` is complete. Otherwise (the default, and when the Python layer
   /// could not work the writes out) every dynamic input counts as written for the aliasing
   /// checks (Note [Aliasing]).
-  bool mutated_known = false;
+  bool writes_known = false;
   /// True when the callable may write input `i`: listed, or the writes are unknown.
   bool may_write(std::size_t i) const {
-    return !mutated_known ||
-           std::find(mutated_inputs.begin(), mutated_inputs.end(), i) != mutated_inputs.end();
+    return !writes_known ||
+           std::find(written_inputs.begin(), written_inputs.end(), i) != written_inputs.end();
   }
   /// False when the callable draws no random numbers: capture then never saves, restores or
   /// locks a generator (cases C29, C33; Note [Random numbers] in rng_state_guard.h).
@@ -80,9 +84,10 @@ struct RunnerOptions final {
   std::int64_t max_recaptures = 8;
   /// Replays of each entry checked against the non-graph path (Note [Verified replays]).
   std::int64_t verify_replays = 0;
-  /// Tolerances of that check; 0 and 0 compare exactly.
-  double verify_rtol = 0.0;
-  double verify_atol = 0.0;
+  /// Tolerances of that check: |replay - expected| <= verify_atol + verify_rtol * |expected|;
+  /// 0 and 0 compare exactly.
+  double verify_rtol = 1e-5;
+  double verify_atol = 1e-6;
   /// Per input position, what the user calls it: a parameter's or buffer's module path
   /// (`blocks.3.attn.to_q.weight`), an argument's name (`hidden_states`), or "" when unknown
   /// (case C48). Empty when none is known.

@@ -124,11 +124,5 @@ TEST(EntryCache, BytesFollowReplacementAndTakeAll) {
   EXPECT_EQ(cache.bytes(), 0u);
 }
 
-TEST(EntryCache, ParseEviction) {
-  EXPECT_EQ(parse_eviction("fifo"), Eviction::kFifo);
-  EXPECT_EQ(parse_eviction("lru"), Eviction::kLru);
-  EXPECT_THROW(parse_eviction("LRU"), std::invalid_argument);
-}
-
 }  // namespace
 }  // namespace graphdispatch

@@ -293,8 +293,8 @@ TEST_F(GraphRunnerTest, WrittenInputOverlappingAStaticInputFallsBack) {
     return {in[1].toTensor().sum()};
   };
   RunnerOptions options;
-  options.mutated_known = true;
-  options.mutated_inputs = {0};
+  options.writes_known = true;
+  options.written_inputs = {0};
   GraphRunner runner(write_then_read, {false, true}, factory, options);
   auto buf = at::zeros({4});
   for (int i = 1; i <= 3; ++i) {
@@ -325,7 +325,7 @@ TEST_F(GraphRunnerTest, RunnerCalledInsideAnotherCaptureRunsItsWork) {
 
 TEST_F(GraphRunnerTest, OverlappingInputsThatNothingWritesAreCaptured) {
   RunnerOptions options;
-  options.mutated_known = true;  // mul_add writes nothing
+  options.writes_known = true;  // mul_add writes nothing
   GraphRunner runner(mul_add, {false, false}, factory, options);
   auto base = at::randn({100});
   auto a = base.narrow(0, 0, 10), b = base.narrow(0, 5, 10);

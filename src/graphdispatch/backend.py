@@ -2,7 +2,7 @@
 
 What it is. For every FX graph Dynamo hands us, a ``GraphRunner`` (C++) captures the graph's
 kernel sequence into a device graph once per input signature and replays it with one launch
-per call. Three routes (seed 000's rule, design 2.1):
+per call. Three routes (design 2.1):
 
 - ``graph_with_compile``: Inductor compiles the graph (its own cudagraphs off), then we
   capture the compiled function — fusion and launch savings add up;
@@ -187,7 +187,7 @@ class CompiledGraph:
     """What the backend made of one FX graph (``explain`` reads it).
 
     ``runner`` is the C++ GraphRunner (None on the default route and for a graph refused as a
-    whole, whose reason is ``refusal``, decided at ``refusal_node``); ``is_static``/``mutated``
+    whole, whose reason is ``refusal``, decided at ``refusal_node``); ``is_static``/``written``
     are per input position; ``names`` per input what the user calls it, or "" (read while
     Dynamo's sources are on the placeholders: it drops them after the compile).
     """
@@ -201,7 +201,7 @@ class CompiledGraph:
     refusal: str | None = None
     refusal_node: torch.fx.Node | None = None
     is_static: list[bool] = dataclasses.field(default_factory=list)
-    mutated: list[int] = dataclasses.field(default_factory=list)
+    written: list[int] = dataclasses.field(default_factory=list)
 
 
 def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> Callable:
@@ -229,34 +229,28 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     placeholders = gm.graph.find_nodes(op="placeholder")
     is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
     effects = graph_effects(gm)
-    mutated = effects.mutated or []
-    if effects.mutated is None:  # unknown: the runtime counts every dynamic input as written
+    written = effects.written or []
+    if effects.written is None:  # unknown: the runtime counts every dynamic input as written
         is_static = [s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)]
     # A tensor marked as a static address stays static even when written: read and written in
     # place, its values put back after warmup and capture, so each call writes it once (case
     # C36). Dynamo marks every parameter and buffer of an inlined module so ("unguarded"):
     # running stats, counters and a buffer viewing another buffer (case C28) are written where
     # they are. A static input not so marked that the graph writes becomes a copied input.
-    is_static = [s and (i not in mutated or marked_static_address(v))
+    is_static = [s and (i not in written or marked_static_address(v))
                  for i, (s, v) in enumerate(zip(is_static, example_inputs))]
-    # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
-    exact = route == ROUTE_GRAPH_ONLY
     watch = StaticInputWatch()
+    runtime_options = config.runtime_options(options)
+    # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
+    if route == ROUTE_GRAPH_ONLY:
+        runtime_options.update(verify_rtol=0.0, verify_atol=0.0)
     runner = _C.GraphRunner(
-        fn, is_static, graph_factory(kind),
-        safe_output_mode=options["safe_output_mode"], warmup_iters=options["warmup_iters"],
-        copy_stream=options["copy_stream"], max_entries=options["max_entries"],
-        eviction=options["eviction"], log=log.warning,
-        mutated_inputs=effects.mutated,
-        random=effects.random, max_recaptures=options["max_recaptures"], watch=watch,
-        max_entry_bytes=options["max_entry_bytes"], verify_replays=options["verify_replays"],
-        verify_rtol=0.0 if exact else options["verify_rtol"],
-        verify_atol=0.0 if exact else options["verify_atol"],
-        input_names=record.names, max_total_entry_bytes=options["max_total_entry_bytes"])
+        fn, is_static, graph_factory(kind), log=log.warning, written_inputs=effects.written,
+        random=effects.random, watch=watch, input_names=record.names, **runtime_options)
     watch.bind(runner)
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
-    record.runner, record.is_static, record.mutated = runner, is_static, mutated
+    record.runner, record.is_static, record.written = runner, is_static, written
     # Dynamo compiles with inference mode off even when the call runs in it; the cache key
     # leaves inference mode out, so this capture serves calls under torch.inference_mode() too.
     if not options["lazy_capture"]:
@@ -272,11 +266,9 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
 class Backend:
     """``torch.compile(model, backend=graphdispatch.Backend(**options))``.
 
-    Options (design 2.1; see ``graphdispatch.config`` for each one's meaning and default):
-    graph_only, graph_with_compile, lazy_capture, max_entries, eviction, safe_output_mode,
-    warmup_iters, copy_stream, device_graph, max_entry_bytes, max_total_entry_bytes,
-    verify_replays, verify_rtol, verify_atol, max_recaptures; ``-`` or ``_`` in keys; MindIE-SD's
-    ``aclgraph_*`` names as aliases. ``mode`` is None, "default" or "reduce-overhead" (the
+    Options (design 2.1): every ``graphdispatch.config.OPTIONS`` entry, which gives each one's
+    type, default and meaning; ``-`` or ``_`` in keys; MindIE-SD's ``aclgraph_*`` names as
+    aliases. ``mode`` is None, "default" or "reduce-overhead" (the
     graph_with_compile route). Raises TypeError/ValueError naming the key for an invalid
     option, before any work.
     """

@@ -1,9 +1,13 @@
-"""graphdispatch settings: one typed default per option, environment overrides, validation.
+"""graphdispatch settings: one definition per option, environment overrides, validation.
+
+Each option is one ``Option`` record in ``OPTIONS`` (name, type, default, range or choices,
+meaning, aliases); its module attribute, validation, error messages and the C++ runtime's share
+(``runtime_options``) all derive from it.
 
 Options reach a compiled graph from four places, later ones winning: these module defaults,
 ``GRAPHDISPATCH_<NAME>`` environment variables (read once, at import), ``Backend(**options)``
 and ``torch.compile(..., options={...})``. Keys accept ``-`` or ``_`` (``max-entries`` is
-``max_entries``), and MindIE-SD's ``aclgraph_*`` names (seed 000) are aliases, so users of its
+``max_entries``), and MindIE-SD's ``aclgraph_*`` names are aliases, so users of its
 ACLGraph backend can switch by name. An unknown key, a wrong type or a bad value raises
 before any setup runs, naming the key and listing what is valid.
 
@@ -25,6 +29,7 @@ This module imports nothing from torch.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import os
 import re
@@ -33,103 +38,108 @@ import types
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-# Capture the FX graph as is, without compiling (seed: aclgraph_only).
-graph_only: bool = False
-# Compile with Inductor (its own cudagraphs off), then capture; wins over graph_only
-# (seed: aclgraph_with_compile).
-graph_with_compile: bool = False
-# Capture at the first call instead of at compile time (seed: aclgraph_lazy_capture). Either
-# way the graph reads entry-owned buffers, never the caller's memory.
-lazy_capture: bool = False
-# Cached graphs per compiled graph; 0 = unbounded; a full cache evicts (seed:
-# aclgraph_max_entries).
-max_entries: int = 0
-# Which entry a full cache evicts: "fifo" (seed) or "lru".
-eviction: str = "fifo"
-# Return clones of the graph's outputs. When False the caller gets the graph's static outputs;
-# one still referenced when its entry replays again is first copied into memory of its own.
-safe_output_mode: bool = True
-# Eager runs before capture, on a warmup stream apart from the capture stream, so lazy library
-# setup (cuBLAS handles) happens outside the capture (docs/usage.md, "Workspaces"); 0 warns once
-# on a device graph.
-warmup_iters: int = 1
-# Copy changed inputs on a dedicated stream ordered by events (no host synchronize).
-copy_stream: bool = True
-# Which device graph captures: "auto" (CUDA, else NPU, else torch.accelerator.Graph; for CPU
-# inputs on graph_only the CPU graph; never "emulated"), "cuda", "npu", "accelerator", "cpu"
-# (ops recorded once, replayed from C++), or "emulated" (re-runs the work; tests, Inductor).
-device_graph: str = "auto"
-# Bytes the cached graphs of one compiled graph may hold (input buffers plus the graph pool
-# memory each capture added, or its static outputs where there is no pool); 0 = unbounded.
-# Over it, eviction (as `eviction` says) drops entries; a single entry over it is kept.
-max_entry_bytes: int = 0
-# Bytes the cached graphs of every compiled graph of the process may hold together (counted as
-# max_entry_bytes counts them); 0 = unbounded. Over it, a capture evicts across all compiled
-# graphs, oldest (fifo) or least recently used (lru) first as its `eviction` says; the entry
-# just captured is kept. Two experts, regional compilation and recompiles share one budget.
-max_total_entry_bytes: int = 0
-# The first K replays of each entry also run the non-graph path on copies of the inputs and
-# compare every output; a mismatch warns, disables the entry and returns the non-graph result.
-verify_replays: int = 0
-# Tolerances of that comparison on the graph_with_compile route (graph_only compares exactly):
-# |replay - expected| <= verify_atol + verify_rtol * |expected|.
-verify_rtol: float = 1e-5
-verify_atol: float = 1e-6
-# Entries a compiled graph may lose, per input layout, because a tensor it reads in place (a
-# parameter, buffer or state tensor) was freed or replaced before a second call replayed them:
-# past it, calls with new addresses run without a graph (fallback static_inputs_moving, one
-# warning naming the input), until three calls in a row bring the same addresses: the budget
-# then refills and the graph captures again. New weight sets that stay alive (module instances,
-# experts sharing one graph) each get an entry and do not count.
-# PyTorch's cudagraph trees bound re-recording for the same reason
-# (triton.cudagraph_unexpected_rerecord_limit).
-max_recaptures: int = 8
-
-_TYPES: dict[str, type] = {
-    "graph_only": bool,
-    "graph_with_compile": bool,
-    "lazy_capture": bool,
-    "max_entries": int,
-    "eviction": str,
-    "safe_output_mode": bool,
-    "warmup_iters": int,
-    "copy_stream": bool,
-    "device_graph": str,
-    "max_entry_bytes": int,
-    "max_total_entry_bytes": int,
-    "verify_replays": int,
-    "verify_rtol": float,
-    "verify_atol": float,
-    "max_recaptures": int,
-}
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "eviction": ("fifo", "lru"),
-    "device_graph": ("auto", "cuda", "npu", "accelerator", "cpu", "emulated"),
-}
 _INT64_MAX = 2**63 - 1
-# Inclusive bounds of every int option. All reach GraphRunner as int64_t
-# (csrc/bindings/runner_bindings.cpp), so a larger value would fail there without naming the
-# option.
-_INT_RANGES: dict[str, tuple[int, int]] = {
-    "max_entries": (0, _INT64_MAX),
-    "warmup_iters": (0, _INT64_MAX),
-    "max_entry_bytes": (0, _INT64_MAX),
-    "max_total_entry_bytes": (0, _INT64_MAX),
-    "verify_replays": (0, _INT64_MAX),
-    "max_recaptures": (0, _INT64_MAX),
-}
-# Inclusive bounds of every float option: finite (NaN or inf tolerances would make the check
-# pass or fail whatever the values) and non-negative.
-_FLOAT_RANGES: dict[str, tuple[float, float]] = {
-    "verify_rtol": (0.0, sys.float_info.max),
-    "verify_atol": (0.0, sys.float_info.max),
-}
-ALIASES: dict[str, str] = {
-    "aclgraph_only": "graph_only",
-    "aclgraph_with_compile": "graph_with_compile",
-    "aclgraph_lazy_capture": "lazy_capture",
-    "aclgraph_max_entries": "max_entries",
-}
+_FLOAT_MAX = sys.float_info.max
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option: the single definition every layer derives from.
+
+    ``type`` is bool, int, float or str. ``low``/``high``: inclusive bounds of an int or float
+    option (every int reaches the C++ runtime as int64_t; a float must also be finite).
+    ``choices``: the valid values of a str option. ``aliases``: other names it answers to
+    (MindIE-SD's ``aclgraph_*``). ``runtime``: the C++ runtime acts on it (a ``RunnerOptions``
+    field of the same name, set through ``_C.GraphRunner(**options)``, whose default must be this
+    one; tests/test_option_layers.py checks both layers agree).
+    """
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+    low: int | float | None = None
+    high: int | float | None = None
+    choices: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    runtime: bool = False
+
+
+def _count(name: str, default: int, doc: str, **kwargs: Any) -> Option:
+    return Option(name, int, default, doc, low=0, high=_INT64_MAX, **kwargs)
+
+
+# NaN or infinite tolerances would make the check pass or fail whatever the values.
+def _tolerance(name: str, default: float, doc: str) -> Option:
+    return Option(name, float, default, doc, low=0.0, high=_FLOAT_MAX, runtime=True)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("graph_only", bool, False, "Capture the FX graph as is, without compiling.",
+           aliases=("aclgraph_only",)),
+    Option("graph_with_compile", bool, False,
+           "Compile with Inductor (its own cudagraphs off), then capture; wins over graph_only.",
+           aliases=("aclgraph_with_compile",)),
+    Option("lazy_capture", bool, False,
+           "Capture at the first call instead of at compile time. Either way the graph reads "
+           "entry-owned buffers, never the caller's memory.", aliases=("aclgraph_lazy_capture",)),
+    _count("max_entries", 0,
+           "Cached graphs per compiled graph; 0 = unbounded; a full cache evicts.",
+           aliases=("aclgraph_max_entries",), runtime=True),
+    Option("eviction", str, "fifo", 'Which entry a full cache evicts: "fifo" (MindIE-SD\'s) or '
+           '"lru".', choices=("fifo", "lru"), runtime=True),
+    Option("safe_output_mode", bool, True,
+           "Return clones of the graph's outputs. When False the caller gets the graph's static "
+           "outputs; one still referenced when its entry replays again is first copied into "
+           "memory of its own.", runtime=True),
+    _count("warmup_iters", 1,
+           "Eager runs before capture, on a warmup stream apart from the capture stream, so lazy "
+           "library setup (cuBLAS handles) happens outside the capture (docs/usage.md, "
+           '"Workspaces"); 0 warns once on a device graph.', runtime=True),
+    Option("copy_stream", bool, True,
+           "Copy changed inputs on a dedicated stream ordered by events (no host synchronize).",
+           runtime=True),
+    Option("device_graph", str, "auto",
+           'Which device graph captures: "auto" (CUDA, else NPU, else torch.accelerator.Graph; '
+           'for CPU inputs on graph_only the CPU graph; never "emulated"), "cuda", "npu", '
+           '"accelerator", "cpu" (ops recorded once, replayed from C++), or "emulated" (re-runs '
+           "the work; tests, Inductor).",
+           choices=("auto", "cuda", "npu", "accelerator", "cpu", "emulated")),
+    _count("max_entry_bytes", 0,
+           "Bytes the cached graphs of one compiled graph may hold (input buffers plus the graph "
+           "pool memory each capture added, or its static outputs where there is no pool); 0 = "
+           "unbounded. Over it, eviction (as `eviction` says) drops entries; a single entry over "
+           "it is kept.", runtime=True),
+    _count("max_total_entry_bytes", 0,
+           "Bytes the cached graphs of every compiled graph of the process may hold together "
+           "(counted as max_entry_bytes counts them); 0 = unbounded. Over it, a capture evicts "
+           "across all compiled graphs, oldest (fifo) or least recently used (lru) first as its "
+           "`eviction` says; the entry just captured is kept. Two experts, regional compilation "
+           "and recompiles share one budget.", runtime=True),
+    _count("verify_replays", 0,
+           "The first K replays of each entry also run the non-graph path on copies of the "
+           "inputs and compare every output; a mismatch warns, disables the entry and returns "
+           "the non-graph result.", runtime=True),
+    _tolerance("verify_rtol", 1e-5,
+               "Relative tolerance of that comparison on the graph_with_compile route "
+               "(graph_only compares exactly): |replay - expected| <= verify_atol + verify_rtol "
+               "* |expected|."),
+    _tolerance("verify_atol", 1e-6, "Absolute tolerance of that comparison (see verify_rtol)."),
+    # PyTorch's cudagraph trees bound re-recording for the same reason
+    # (triton.cudagraph_unexpected_rerecord_limit).
+    _count("max_recaptures", 8,
+           "Entries a compiled graph may lose, per input layout, because a tensor it reads in "
+           "place (a parameter, buffer or state tensor) was freed or replaced before a second "
+           "call replayed them: past it, calls with new addresses run without a graph (fallback "
+           "static_inputs_moving, one warning naming the input), until three calls in a row "
+           "bring the same addresses: the budget then refills and the graph captures again. New "
+           "weight sets that stay alive (module instances, experts sharing one graph) each get "
+           "an entry and do not count.", runtime=True),
+)
+_BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+ALIASES: dict[str, str] = {alias: option.name for option in OPTIONS for alias in option.aliases}
+# Each option's current value is a module attribute (graphdispatch.config.max_entries).
+globals().update({option.name: option.default for option in OPTIONS})
 # torch.compile modes this backend understands, and the options each one means.
 MODES: dict[str | None, dict[str, Any]] = {
     None: {},
@@ -140,7 +150,7 @@ ENV_PREFIX = "GRAPHDISPATCH_"
 
 
 def valid_keys() -> list[str]:
-    return sorted(_TYPES) + sorted(ALIASES)
+    return sorted(_BY_NAME) + sorted(ALIASES)
 
 
 def _did_you_mean(name: str) -> str:
@@ -154,7 +164,7 @@ def canonical_key(key: object) -> str:
         raise TypeError(f"graphdispatch option keys must be str, got {type(key).__name__}: {key!r}")
     name = key.replace("-", "_")
     name = ALIASES.get(name, name)
-    if name not in _TYPES:
+    if name not in _BY_NAME:
         raise ValueError(
             f"graphdispatch: unknown option {key!r}{_did_you_mean(name)}; valid options: "
             f"{', '.join(valid_keys())} ('-' and '_' are interchangeable)"
@@ -171,7 +181,8 @@ def check_value(name: str, value: Any, given: str | None = None) -> Any:
 
     ``given`` is the key as the user wrote it (an alias, a ``-`` spelling), named too.
     """
-    expected = _TYPES[name]
+    option = _BY_NAME[name]
+    expected = option.type
     label = f"{name!r}" if given in (None, name) else f"{name!r} (given as {given!r})"
     # bool is an int subclass: max_entries=True is a mistake, not 1. A float option takes an
     # int (verify_atol=0) and stores it as a float.
@@ -182,20 +193,20 @@ def check_value(name: str, value: Any, given: str | None = None) -> Any:
             f"graphdispatch option {label}: expected {expected.__name__}, "
             f"got {type(value).__name__} {value!r}"
         )
-    if name in _CHOICES and value not in _CHOICES[name]:
+    if option.choices and value not in option.choices:
         raise ValueError(
-            f"graphdispatch option {label}: expected one of {', '.join(_CHOICES[name])}, "
+            f"graphdispatch option {label}: expected one of {', '.join(option.choices)}, "
             f"got {value!r}"
         )
     if expected is int:
-        low, high = _INT_RANGES[name]
+        low, high = option.low, option.high
         if not low <= value <= high:
             raise ValueError(
                 f"graphdispatch option {label}: expected an int in {_describe_range(low, high)} "
                 f"(int64_t in the C++ runtime), got {value}"
             )
     if expected is float:
-        low, high = _FLOAT_RANGES[name]
+        low, high = option.low, option.high
         if not low <= value <= high:  # NaN fails both comparisons
             raise ValueError(
                 f"graphdispatch option {label}: expected a finite float >= {low:g}, got {value}"
@@ -250,7 +261,13 @@ def check(options: Any = None, *, mode: Any = None, **kwargs: Any) -> dict[str, 
 
 def defaults() -> dict[str, Any]:
     """The current module-level value of every option."""
-    return {name: globals()[name] for name in _TYPES}
+    return {name: globals()[name] for name in _BY_NAME}
+
+
+def runtime_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of resolved ``options`` the C++ runtime acts on, by name, for
+    ``_C.GraphRunner(..., **runtime_options(options))``."""
+    return {option.name: options[option.name] for option in OPTIONS if option.runtime}
 
 
 def resolve(*layers: Mapping[str, Any]) -> dict[str, Any]:
@@ -269,7 +286,7 @@ _DECIMAL_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 
 def _parse_env(name: str, text: str) -> Any:
-    expected = _TYPES[name]
+    expected = _BY_NAME[name].type
     if expected is bool:
         lowered = text.strip().lower()
         if lowered in ("1", "true", "yes", "on"):
@@ -284,7 +301,7 @@ def _parse_env(name: str, text: str) -> Any:
         try:
             return int(digits)
         except ValueError:  # more digits than int() converts: far outside every range
-            low, high = _INT_RANGES[name]
+            low, high = _BY_NAME[name].low, _BY_NAME[name].high
             raise ValueError(f"expected an integer in {_describe_range(low, high)}, "
                              f"got {len(digits)} digits") from None
     if expected is float:
@@ -348,7 +365,7 @@ class _ConfigModule(types.ModuleType):
 
     def __setattr__(self, name: str, value: Any) -> None:
         option = ALIASES.get(name, name)
-        if option in _TYPES:
+        if option in _BY_NAME:
             globals()[option] = check_value(option, value, name)
         elif name in globals() or (name.startswith("__") and name.endswith("__")):
             super().__setattr__(name, value)
@@ -359,7 +376,7 @@ class _ConfigModule(types.ModuleType):
             )
 
     def __delattr__(self, name: str) -> None:
-        if ALIASES.get(name, name) in _TYPES:
+        if ALIASES.get(name, name) in _BY_NAME:
             raise AttributeError(f"{__name__}.{name} is an option and cannot be deleted; "
                                  "assign a value or use config.patch()")
         super().__delattr__(name)

@@ -121,7 +121,7 @@ def _describe_input(position: int, value: Any, record: Any, name: str) -> dict[s
         # static: read in place, never copied; dynamic: copied into the entry's buffer (the copy
         # is skipped when the caller passes that buffer); constant: its value is in the key.
         "kind": kind,
-        "written": position in record.mutated,
+        "written": position in record.written,
         # What a replay copies in unless the caller passes the entry's buffer: an expanded
         # input only its unexpanded part (Note [Expanded tensors]).
         "copy_bytes": value.element_size() * math.prod(

@@ -115,14 +115,14 @@ _UNMARKED_RUNNING_STATS = ("aten::native_batch_norm", "aten::cudnn_batch_norm", 
 class Effects:
     """What running the graph does besides computing its outputs.
 
-    ``mutated``: positions of the inputs the graph writes to, or None when that cannot be
+    ``written``: positions of the inputs the graph writes to, or None when that cannot be
     worked out. ``random``: True when an op draws from a generator (``torch.Tag.
     nondeterministic_seeded``: randn, dropout in training, bernoulli...), or when the ops could
     not be worked out; the runtime saves and restores the generator around capture only then
     (cases C29, C33).
     """
 
-    mutated: list[int] | None
+    written: list[int] | None
     random: bool
 
 

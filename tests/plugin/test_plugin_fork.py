@@ -29,7 +29,7 @@ LOCK_HELD_AT_FORK = FORK_HELPER + """
 import threading
 import torch
 import graphdispatch
-from graphdispatch import backend, device_graphs
+from graphdispatch import backend, capture_hold_off
 from graphdispatch._once import RunOnce
 
 parent = os.getpid()
@@ -46,7 +46,7 @@ step = RunOnce("held-at-fork", slow_step)
 
 # 2. Python locks of the backend held by a thread.
 def hold_python_locks():
-    with backend._FACTORIES_LOCK, backend._ROUTES_LOCK, device_graphs.HOLD_OFF._lock:
+    with backend._FACTORIES_LOCK, backend._ROUTES_LOCK, capture_hold_off.HOLD_OFF._lock:
         holding.wait(timeout=10)
         release.wait(timeout=30)
 
@@ -174,5 +174,5 @@ print(json.dumps({"child": in_child(child, timeout=10)}))
     value = out["child"]["value"]
     assert value["records"] == []
     assert value["hooks"] == ["graphdispatch.backend._after_fork_in_child",
-                              "graphdispatch.device_graphs._after_fork_in_child"]
+                              "graphdispatch.framework_graphs._after_fork_in_child"]
     assert value["steps_running"] == []

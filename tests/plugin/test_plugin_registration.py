@@ -103,4 +103,4 @@ def test_registration_survives_reload(run_py):
                           "at_fork_registered": _once._AT_FORK_REGISTERED}))
     """)
     assert out["first"] and out["second"] and out["lookup_twice"]
-    assert out["hooks_after"] == out["hooks_before"] == 2  # backend's and device_graphs' hooks
+    assert out["hooks_after"] == out["hooks_before"] == 2  # backend's and framework_graphs' hooks

@@ -1,0 +1,118 @@
+"""One definition per option: ``graphdispatch.config.OPTIONS`` is it, and every other layer
+agrees with it. The C++ runtime's option table (``_C.GraphRunner(**options)``,
+csrc/runtime/runner_option_table.cpp) has the same names and defaults and refuses the same
+values, naming the option; the tables of docs/usage.md list each option with its default,
+alias and environment variable."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+import graphdispatch
+from graphdispatch import _C, config
+
+RUNTIME = [option for option in config.OPTIONS if option.runtime]
+PYTHON_ONLY = [option for option in config.OPTIONS if not option.runtime]
+USAGE = Path(__file__).resolve().parent.parent / "docs" / "usage.md"
+
+
+def make_runner(**options):
+    return _C.GraphRunner(lambda x: (x,), [False], _C.EmulatedGraphFactory(), **options)
+
+
+def invalid_values(option: config.Option) -> list:
+    """Values the option's record refuses: past each bound, outside the choices, wrong types."""
+    if option.type is int:
+        return [option.low - 1, option.high + 1, 1.5, True, "1", None]
+    if option.type is float:
+        return [-1.0, math.nan, math.inf, "0", None, True]
+    if option.type is str:
+        return [f"not-{option.default}", 3, None]
+    return [1, "yes", None]
+
+
+def valid_values(option: config.Option) -> list:
+    if option.type in (int, float):
+        return [option.default, option.low, option.high]
+    if option.type is str:
+        return list(option.choices)
+    return [True, False]
+
+
+def test_names_agree():
+    assert [option.name for option in RUNTIME] == list(_C.runner_option_defaults())
+
+
+def test_every_option_is_well_formed():
+    assert len({option.name for option in config.OPTIONS}) == len(config.OPTIONS)
+    for option in config.OPTIONS:
+        assert option.doc and option.type in (bool, int, float, str), option.name
+        assert (option.low is None) == (option.type not in (int, float)), option.name
+        assert bool(option.choices) == (option.type is str), option.name
+        assert config.check_value(option.name, option.default) == option.default
+
+
+@pytest.mark.parametrize("option", RUNTIME, ids=lambda o: o.name)
+def test_defaults_agree(option):
+    default = _C.runner_option_defaults()[option.name]
+    assert type(default) is option.type and default == option.default
+    assert config.defaults()[option.name] == option.default  # the module attribute, unchanged
+
+
+@pytest.mark.parametrize("option", RUNTIME, ids=lambda o: o.name)
+def test_valid_values_accepted_by_both_layers(option):
+    for value in valid_values(option):
+        assert graphdispatch.check_options({option.name: value})[option.name] == value
+        make_runner(**{option.name: value})
+
+
+@pytest.mark.parametrize("option", RUNTIME, ids=lambda o: o.name)
+def test_invalid_values_refused_by_both_layers(option):
+    for value in invalid_values(option):
+        with pytest.raises((TypeError, ValueError)) as python:
+            graphdispatch.check_options({option.name: value})
+        with pytest.raises(python.type) as runtime:
+            make_runner(**{option.name: value})
+        for error in (python, runtime):
+            assert str(error.value).startswith(f"graphdispatch option '{option.name}': expected "), (
+                value, str(error.value))
+
+
+@pytest.mark.parametrize("option", PYTHON_ONLY, ids=lambda o: o.name)
+def test_python_only_options_are_unknown_to_the_runtime(option):
+    with pytest.raises(ValueError, match=f"unknown runner option '{option.name}'"):
+        make_runner(**{option.name: option.default})
+
+
+def usage_rows() -> list[list[str]]:
+    """The cells of every table row of docs/usage.md that starts with a code span."""
+    return [[cell.strip() for cell in line.strip("| ").split(" | ")]
+            for line in USAGE.read_text(encoding="utf-8").splitlines() if line.startswith("| `")]
+
+
+def test_usage_tables_list_every_option_default_alias_and_variable():
+    # Options: "| `name`[, `name`] | type | `default`[, `default`] | meaning |"; aliases and
+    # environment variables: "| `other name` | `option` |".
+    defaults, other_names = {}, {}
+    for cells in usage_rows():
+        if len(cells) == 4:
+            names, values = re.findall(r"`(\w+)`", cells[0]), re.findall(r"`([^`]+)`", cells[2])
+            if len(names) == len(values):
+                defaults.update(zip(names, values))
+        elif len(cells) == 2:
+            other_names[cells[0].strip("`")] = cells[1].strip("`")
+    for option in config.OPTIONS:
+        text = defaults[option.name]
+        if option.type is float:
+            assert float(text) == option.default, option.name
+        elif option.type is str:
+            assert text == f'"{option.default}"', option.name
+        else:
+            assert text == str(option.default), option.name
+        assert other_names[config.ENV_PREFIX + option.name.upper()] == option.name
+    for alias, name in config.ALIASES.items():
+        assert other_names[alias] == name
