@@ -13,18 +13,18 @@ bool contains(const std::vector<std::size_t>& positions, std::size_t i) {
 
 AliasingPlan::AliasingPlan(const std::vector<c10::IValue>& inputs,
                            std::vector<std::size_t> dynamic,
-                           const std::vector<std::size_t>& mutated,
+                           const std::vector<std::size_t>& dynamic_written,
                            const std::vector<std::size_t>& statics,
-                           const std::vector<std::size_t>& static_mutated,
+                           const std::vector<std::size_t>& static_written,
                            const RunnerOptions& options)
     : dynamic_(std::move(dynamic)), written_(inputs.size(), false) {
-  for (auto i : dynamic_) written_[i] = !options.writes_known || contains(mutated, i);
+  for (auto i : dynamic_) written_[i] = !options.writes_known || contains(dynamic_written, i);
   std::vector<Span> all, written;
   for (auto i : statics) {
     auto span = span_of(inputs[i].toTensor(), i);
     if (!span) continue;
     all.push_back(*span);
-    if (contains(static_mutated, i)) written.push_back(*span);
+    if (contains(static_written, i)) written.push_back(*span);
   }
   if (std::find(written_.begin(), written_.end(), true) != written_.end()) {
     static_spans_ = SpanSet(std::move(all));

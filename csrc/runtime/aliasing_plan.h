@@ -20,11 +20,11 @@ class AliasingPlan final {
  public:
   AliasingPlan() = default;
   /// `inputs`: the capture's call. `dynamic` and `statics`: positions of its dynamic and static
-  /// tensor inputs; `mutated` and `static_mutated`: those the graph was seen or declared to
+  /// tensor inputs; `dynamic_written` and `static_written`: those the graph was seen or declared to
   /// write (with options.writes_known false, every dynamic input counts as written).
   AliasingPlan(const std::vector<c10::IValue>& inputs, std::vector<std::size_t> dynamic,
-               const std::vector<std::size_t>& mutated, const std::vector<std::size_t>& statics,
-               const std::vector<std::size_t>& static_mutated, const RunnerOptions& options);
+               const std::vector<std::size_t>& dynamic_written, const std::vector<std::size_t>& statics,
+               const std::vector<std::size_t>& static_written, const RunnerOptions& options);
 
   /// (dynamic position, static position) of a written dynamic input overlapping a static
   /// input, or of a dynamic input overlapping a written static one; such a call must not

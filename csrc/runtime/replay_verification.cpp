@@ -53,7 +53,7 @@ std::string difference(const c10::IValue& got, const c10::IValue& want, std::siz
 Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10::IValue>& inputs,
                          const RunnerOptions& options) {
   RECORD_FUNCTION("graphdispatch::verify", std::vector<c10::IValue>());
-  const auto& static_mutated = entry.static_mutated();
+  const auto& static_written = entry.static_written();
   std::vector<c10::IValue> copies = inputs;
   for (auto i : entry.dynamic_positions()) copies[i] = clone_keeping_layout(inputs[i].toTensor());
   // Static inputs the graph writes are written in place by the check's run, as eager writes
@@ -61,7 +61,7 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
   // it are kept, and the before ones put back, so the replay writes them once.
   auto snapshot = [&] {
     std::vector<at::Tensor> values;
-    for (auto i : static_mutated) {
+    for (auto i : static_written) {
       values.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
     }
     return values;
@@ -77,12 +77,12 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
     // An output that is a written static input would change with the put-back below.
     const auto& view = entry.outputs().view(k);
     const bool on_written =
-        view && std::find(static_mutated.begin(), static_mutated.end(), view->position) !=
-                    static_mutated.end();
+        view && std::find(static_written.begin(), static_written.end(), view->position) !=
+                    static_written.end();
     if (on_written) expected[k] = expected[k].toTensor().clone(at::MemoryFormat::Preserve);
   }
   for (std::size_t k = 0; k < before.size(); ++k) {
-    inputs[static_mutated[k]].toTensor().copy_(before[k]);
+    inputs[static_written[k]].toTensor().copy_(before[k]);
   }
   Verified result{entry.replay(inputs, options), ""};
   TORCH_INTERNAL_ASSERT(expected.size() == result.outputs.size());
@@ -94,7 +94,7 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
   // The replay wrote its (wrong) values of mutated inputs back; the non-graph ones win.
   for (auto i : entry.written()) inputs[i].toTensor().copy_(copies[i].toTensor());
   for (std::size_t k = 0; k < after.size(); ++k) {
-    inputs[static_mutated[k]].toTensor().copy_(after[k]);
+    inputs[static_written[k]].toTensor().copy_(after[k]);
   }
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // Outputs that view inputs stay on the caller's tensors, which now hold the right values.
