@@ -1,5 +1,5 @@
-"""graphdispatch.config as a module (issue 9, issue 13 item 8 / case C38): attribute writes are
-checked as options are, typos raise, the seed's aclgraph_* names are attributes too, integers
+"""graphdispatch.config as a module (design 2.1, case C38): attribute writes are
+checked as options are, typos raise, MindIE-SD's aclgraph_* names are attributes too, integers
 fit the C++ runtime's int64_t, and the environment is parsed strictly."""
 
 from __future__ import annotations

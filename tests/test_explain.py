@@ -1,4 +1,4 @@
-"""graphdispatch.explain (issue 8): graphs and breaks from Dynamo, per graph the route, inputs,
+"""graphdispatch.explain (design 2.10): graphs and breaks from Dynamo, per graph the route, inputs,
 entries and every fallback with its reason, input position and advice; the example in
 docs/diagnosing.md is this code's real output (regenerate it with UPDATE_DIAGNOSING_DOC=1)."""
 

@@ -3,7 +3,7 @@
 Options reach a compiled graph from four places, later ones winning: these module defaults,
 ``GRAPHDISPATCH_<NAME>`` environment variables (read once, at import), ``Backend(**options)``
 and ``torch.compile(..., options={...})``. Keys accept ``-`` or ``_`` (``max-entries`` is
-``max_entries``), and MindIE-SD's ``aclgraph_*`` names (seed 000) are aliases, so users of its
+``max_entries``), and MindIE-SD's ``aclgraph_*`` names (design 6.1) are aliases, so users of its
 ACLGraph backend can switch by name. An unknown key, a wrong type or a bad value raises
 before any setup runs, naming the key and listing what is valid.
 
@@ -33,18 +33,18 @@ import types
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-# Capture the FX graph as is, without compiling (seed: aclgraph_only).
+# Capture the FX graph as is, without compiling (MindIE-SD: aclgraph_only).
 graph_only: bool = False
 # Compile with Inductor (its own cudagraphs off), then capture; wins over graph_only
-# (seed: aclgraph_with_compile).
+# (MindIE-SD: aclgraph_with_compile).
 graph_with_compile: bool = False
-# Capture at the first call instead of at compile time (seed: aclgraph_lazy_capture). Either
+# Capture at the first call instead of at compile time (MindIE-SD: aclgraph_lazy_capture). Either
 # way the graph reads entry-owned buffers, never the caller's memory.
 lazy_capture: bool = False
-# Cached graphs per compiled graph; 0 = unbounded; a full cache evicts (seed:
+# Cached graphs per compiled graph; 0 = unbounded; a full cache evicts (MindIE-SD:
 # aclgraph_max_entries).
 max_entries: int = 0
-# Which entry a full cache evicts: "fifo" (seed) or "lru".
+# Which entry a full cache evicts: "fifo" (MindIE-SD's) or "lru".
 eviction: str = "fifo"
 # Return clones of the graph's outputs. When False the caller gets the graph's static outputs;
 # one still referenced when its entry replays again is first copied into memory of its own.
