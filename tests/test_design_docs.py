@@ -5,6 +5,8 @@
 - Every field case cited as "case C21", "cases C29, C33", "cases G1–G8" ..., and every id that
   tests/cases/README.md mentions, has a row in that file's table; the table has one row per id,
   numbered without gaps, and the tests it lists exist.
+- The supported torch versions are stated once, by pyproject.toml's dependency pin; README.md and
+  docs/usage.md quote that pin exactly.
 - No file cites a document outside the repository: no tracker "issue" numbers, no numbered
   source documents ("seed" plus a number or a behaviour label) and no paths into a sibling
   "shared" folder; what such a reference meant is in docs/design.md (section 6 for the systems
@@ -141,6 +143,16 @@ def test_pending_files_still_need_their_exemption():
         path = ROOT / rel
         assert path.is_file() and OUTSIDE_REF.search(read(path)), \
             f"{rel} is clean or gone: remove it from PENDING_OTHER_HELPERS"
+
+
+def test_torch_versions_stated_as_pyproject_pins_them():
+    pins = re.findall(r'"(torch[<>=!~][^"]*)"', read(ROOT / "pyproject.toml"))
+    assert len(pins) == 1, f"pyproject.toml should pin torch once, found {pins}"
+    for doc in ("README.md", "docs/usage.md"):
+        text = read(ROOT / doc)
+        assert f"`{pins[0]}`" in text, f"{doc} does not quote pyproject.toml's pin {pins[0]!r}"
+        stated = set(re.findall(r"torch\s*[<>=]=?\s*\d[\d.]*", text)) - {pins[0]}
+        assert not stated, f"{doc} states other torch bounds: {sorted(stated)}"
 
 
 def test_case_table_has_one_row_per_id_without_gaps():
