@@ -22,7 +22,7 @@ from graphdispatch.compat import mindiesd
 from graphdispatch.compat.mindiesd import CompilationConfig, MindieSDBackend, create_aclgraph_backend
 
 MIGRATING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "migrating.md"
-SEED_DEFAULTS = {"aclgraph_only": False, "aclgraph_with_compile": False,
+MINDIESD_DEFAULTS = {"aclgraph_only": False, "aclgraph_with_compile": False,
                  "aclgraph_lazy_capture": False, "aclgraph_max_entries": 0, "safe_output_mode": True}
 
 
@@ -79,10 +79,10 @@ def test_import_loads_no_compile_stack_and_seed_defaults():
             "extension_loaded": "graphdispatch._C" in added,
             "defaults": {name: getattr(CompilationConfig, name) for name in %r},
         }))
-    """ % list(SEED_DEFAULTS))))
+    """ % list(MINDIESD_DEFAULTS))))
     assert out["heavy"] == []
     assert out["backend_loaded"] is False and out["extension_loaded"] is False
-    assert out["defaults"] == SEED_DEFAULTS
+    assert out["defaults"] == MINDIESD_DEFAULTS
 
 
 def test_import_with_heavy_modules_blocked():
@@ -117,7 +117,7 @@ def test_switches_are_config_options(switch, option, value):
     setattr(CompilationConfig, switch, value)
     assert getattr(config, option) == value and getattr(CompilationConfig, switch) == value
     assert getattr(CompilationConfig(), switch) == value
-    default = SEED_DEFAULTS[switch]
+    default = MINDIESD_DEFAULTS[switch]
     setattr(config, option, default)  # and the other way round
     assert getattr(CompilationConfig, switch) == default
     setattr(CompilationConfig(), switch, value)  # an instance writes the same switch
@@ -301,7 +301,7 @@ def test_migrating_has_both_scenarios_and_reduce_overhead():
 @pytest.mark.parametrize("index, route", [(0, "graph_only"), (1, "graph_with_compile"),
                                           (2, "graph_with_compile")])
 def test_migrating_examples_run(index, route):
-    # As the issue asks: on the CPU, device_graph = "emulated" is set before the example.
+    # As docs/migrating.md says: on the CPU, device_graph = "emulated" is set before the example.
     code = ("import graphdispatch\ngraphdispatch.config.device_graph = 'emulated'\n"
             + python_blocks()[index]
             + "\nimport json\nprint(json.dumps(graphdispatch.stats()))\n")
