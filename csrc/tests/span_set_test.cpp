@@ -72,7 +72,8 @@ TEST(SpanSet, AnswersAsBruteForceOnRandomSpans) {
         EXPECT_FALSE(got.has_value()) << "trial " << trial << ": reported " << *got;
       } else {
         ASSERT_TRUE(got.has_value()) << "trial " << trial << ": missed an overlap";
-        EXPECT_TRUE(expected.count(*got)) << "trial " << trial << ": " << *got << " does not overlap";
+        EXPECT_TRUE(expected.count(*got)) << "trial " << trial << ": " << *got
+                                          << " does not overlap";
       }
     }
   }
@@ -108,9 +109,9 @@ TEST(SpanOf, CoversExactlyTheBytesOfADenseTensor) {
 
 TEST(SpanOf, BoundsTheBytesOfAStridedTensor) {
   const auto base = at::zeros({6, 10}, at::kHalf);
-  const std::vector<at::Tensor> views{base.slice(1, 0, 10, 2), base.slice(0, 1, 6, 3).slice(1, 7),
-                                      base.t().slice(0, 2, 10, 3), base.as_strided({3, 2}, {4, 7}, 20),
-                                      base[2][5].expand({4, 3})};
+  const std::vector<at::Tensor> views{
+      base.slice(1, 0, 10, 2), base.slice(0, 1, 6, 3).slice(1, 7), base.t().slice(0, 2, 10, 3),
+      base.as_strided({3, 2}, {4, 7}, 20), base[2][5].expand({4, 3})};
   for (const auto& v : views) {
     const auto span = span_of(v, 0);
     ASSERT_TRUE(span.has_value());
