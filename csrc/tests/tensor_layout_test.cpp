@@ -88,7 +88,7 @@ TEST(TensorLayout, CloneKeepsValuesAndLayoutInMemoryOfItsOwn) {
     }
     // Its storage holds the unexpanded part only, densely.
     const auto part = unexpanded(t);
-    EXPECT_EQ(copy.untyped_storage().nbytes(), part.numel() * part.itemsize());
+    EXPECT_EQ(copy.storage().nbytes(), part.numel() * part.itemsize());
     EXPECT_TRUE(unexpanded(copy).is_non_overlapping_and_dense());
   }
 }
