@@ -161,3 +161,31 @@ def test_aliased_inputs_name_the_later_input():
     assert fallback["detail"] == ("input 1 (b): [6]/float32 strides (1) overlaps input 0 (a) in "
                                   "memory, and the graph writes one of them")
     assert report.stats["fallbacks"] == {"aliased_inputs": 1}
+
+
+RUNS = [0]
+
+
+@torch.library.custom_op("graphdispatch_test::counted", mutates_args=())
+def counted(x: torch.Tensor) -> torch.Tensor:
+    """Counts each time the model's work really runs (not its fake-tensor tracing)."""
+    RUNS[0] += 1
+    return x + 1
+
+
+@counted.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@pytest.mark.parametrize("warmup_iters", [1, 2])
+@pytest.mark.parametrize("device_graph", ["cpu", "emulated"])
+def test_the_model_runs_as_often_as_the_docstring_says(device_graph, warmup_iters):
+    # Under torch._dynamo.explain, warmup_iters warmups, the recording run (both CPU graphs
+    # run the work while recording) and the call's replay.
+    RUNS[0] = 0
+    report = graphdispatch.explain(lambda x: counted(x) * 2, torch.randn(4),
+                                   options={"device_graph": device_graph,
+                                            "warmup_iters": warmup_iters})
+    assert RUNS[0] == 3 + warmup_iters
+    assert report.stats["captures"] == 1 and report.stats["replays"] == 1
