@@ -149,7 +149,7 @@ def test_setting_is_seen_by_other_threads():
 
 
 def test_alias_attribute_reaches_a_compile():
-    # The report: this used to be ignored, and the route was "default".
+    # A regression: an alias set on the module used to be ignored, and the route was "default".
     config.device_graph = "emulated"
     config.aclgraph_only = True
     fn = torch.compile(lambda x, y: torch.relu(x @ y) + 1, backend="graphdispatch")
