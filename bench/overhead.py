@@ -60,7 +60,8 @@ from graphdispatch import _C
 from graphdispatch.device_graphs import make_factory
 
 SIZES = (1, 8, 64, 256)
-# The targets: C++ overhead / Python overhead at most this, per N, in both scenarios.
+# The targets bench/RESULTS.md reports against: C++ overhead / Python overhead at most this,
+# per N, in both scenarios.
 TARGETS = {64: 0.2, 1: 0.45}
 TARGET_N = 64  # the N the verdict breaks down
 NUMEL = 16

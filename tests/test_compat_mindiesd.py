@@ -1,5 +1,5 @@
-"""graphdispatch.compat.mindiesd (issue 9): seed 000's scenarios A and B run with only the import
-line changed, with eager PyTorch as the oracle; its switches are graphdispatch.config's
+"""graphdispatch.compat.mindiesd (design 6.1): MindIE-SD's scenarios A and B run with only the
+import line changed, with eager PyTorch as the oracle; its switches are graphdispatch.config's
 options; importing it loads no compile stack; docs/migrating.md's examples run."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from graphdispatch.compat import mindiesd
 from graphdispatch.compat.mindiesd import CompilationConfig, MindieSDBackend, create_aclgraph_backend
 
 MIGRATING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "migrating.md"
-SEED_DEFAULTS = {"aclgraph_only": False, "aclgraph_with_compile": False,
+MINDIESD_DEFAULTS = {"aclgraph_only": False, "aclgraph_with_compile": False,
                  "aclgraph_lazy_capture": False, "aclgraph_max_entries": 0, "safe_output_mode": True}
 
 
@@ -79,10 +79,10 @@ def test_import_loads_no_compile_stack_and_seed_defaults():
             "extension_loaded": "graphdispatch._C" in added,
             "defaults": {name: getattr(CompilationConfig, name) for name in %r},
         }))
-    """ % list(SEED_DEFAULTS))))
+    """ % list(MINDIESD_DEFAULTS))))
     assert out["heavy"] == []
     assert out["backend_loaded"] is False and out["extension_loaded"] is False
-    assert out["defaults"] == SEED_DEFAULTS
+    assert out["defaults"] == MINDIESD_DEFAULTS
 
 
 def test_import_with_heavy_modules_blocked():
@@ -117,7 +117,7 @@ def test_switches_are_config_options(switch, option, value):
     setattr(CompilationConfig, switch, value)
     assert getattr(config, option) == value and getattr(CompilationConfig, switch) == value
     assert getattr(CompilationConfig(), switch) == value
-    default = SEED_DEFAULTS[switch]
+    default = MINDIESD_DEFAULTS[switch]
     setattr(config, option, default)  # and the other way round
     assert getattr(CompilationConfig, switch) == default
     setattr(CompilationConfig(), switch, value)  # an instance writes the same switch
@@ -147,13 +147,13 @@ def test_unknown_switch_raises(target):
         target.aclgraph_onyl = True
     with pytest.raises(AttributeError, match="no switch 'aclgraph_max_entry'"):
         target.aclgraph_max_entry  # noqa: B018
-    # graphdispatch options that are not seed switches are set on graphdispatch.config.
+    # graphdispatch options that are not MindIE-SD switches are set on graphdispatch.config.
     with pytest.raises(AttributeError, match="no switch 'device_graph'"):
         target.device_graph = "emulated"
     assert config.device_graph == config.check()["device_graph"]
 
 
-# ---- the seed's scenarios (only the import line changed) ---------------------------------------
+# ---- MindIE-SD's scenarios (only the import line changed) ---------------------------------------
 
 def test_scenario_a_graph_only():
     graphdispatch.config.device_graph = "emulated"  # the CPU has no device graph of its own
@@ -191,7 +191,7 @@ def stub_inductor(monkeypatch):
     (False, False, "emulated", "default"),
     (True, False, "emulated", "graph_only"),
     (False, True, "emulated", "graph_with_compile"),
-    (True, True, "emulated", "graph_with_compile"),  # with_compile first (seed)
+    (True, True, "emulated", "graph_with_compile"),  # with_compile first (MindIE-SD)
     (True, False, "auto", "graph_only"),  # the CPU graph for CPU inputs
     (False, True, "auto", "default"),  # Inductor's CPU kernels cannot be recorded: else branch
 ])
@@ -228,7 +228,7 @@ def test_switches_reach_the_runner(monkeypatch):
     assert torch.equal(second, x3 * 2 + 1) and torch.equal(first, kept)
     # Unsafe mode hands out the static output; `first`, still held, was copied away.
     assert second.data_ptr() == static != first.data_ptr()
-    for n in (4, 3):  # FIFO with one slot (seed): each new size evicts the previous one
+    for n in (4, 3):  # FIFO with one slot (MindIE-SD): each new size evicts the previous one
         x = torch.randn(n)
         assert torch.equal(fn(x), x * 2 + 1)
     assert len(built) == 1
@@ -257,7 +257,7 @@ def test_create_aclgraph_backend_captures_without_compiling(stub_inductor):
     assert stub_inductor == []
 
 
-# ---- NPU graph availability (seed: both the graph class and the capture context) -------------
+# ---- NPU graph availability (MindIE-SD: both the graph class and the capture context) ---------
 
 @pytest.mark.parametrize("has_graph_class, has_context, present", [
     (True, True, True), (True, False, True), (False, True, True), (False, False, True),
@@ -301,7 +301,7 @@ def test_migrating_has_both_scenarios_and_reduce_overhead():
 @pytest.mark.parametrize("index, route", [(0, "graph_only"), (1, "graph_with_compile"),
                                           (2, "graph_with_compile")])
 def test_migrating_examples_run(index, route):
-    # As the issue asks: on the CPU, device_graph = "emulated" is set before the example.
+    # As docs/migrating.md says: on the CPU, device_graph = "emulated" is set before the example.
     code = ("import graphdispatch\ngraphdispatch.config.device_graph = 'emulated'\n"
             + python_blocks()[index]
             + "\nimport json\nprint(json.dumps(graphdispatch.stats()))\n")

@@ -1,4 +1,4 @@
-"""graphdispatch.config as a module (case C38): attribute writes are
+"""graphdispatch.config as a module (design 2.1, case C38): attribute writes are
 checked as options are, typos raise, MindIE-SD's aclgraph_* names are attributes too, integers
 fit the C++ runtime's int64_t, and the environment is parsed strictly."""
 
@@ -149,7 +149,7 @@ def test_setting_is_seen_by_other_threads():
 
 
 def test_alias_attribute_reaches_a_compile():
-    # The issue's report: this used to be ignored, and the route was "default".
+    # A regression: an alias set on the module used to be ignored, and the route was "default".
     config.device_graph = "emulated"
     config.aclgraph_only = True
     fn = torch.compile(lambda x, y: torch.relu(x @ y) + 1, backend="graphdispatch")

@@ -5,6 +5,12 @@
 - Every field case cited as "case C21", "cases C29, C33", "cases G1–G8" ..., and every id that
   tests/cases/README.md mentions, has a row in that file's table; the table has one row per id,
   numbered without gaps, and the tests it lists exist.
+- The supported torch versions are stated once, by pyproject.toml's dependency pin; README.md and
+  docs/usage.md quote that pin exactly.
+- No file cites a document outside the repository: no tracker "issue" numbers, no numbered
+  source documents ("seed" plus a number or a behaviour label) and no paths into a sibling
+  "shared" folder; what such a reference meant is in docs/design.md (section 6 for the systems
+  the design started from).
 
 Reads text only: no compile, no extension.
 """
@@ -43,6 +49,11 @@ ID_OR_RANGE = re.compile(r"\b([CGP])(\d{1,2})(?:\s*[–-]\s*\1?(\d{1,2})\b)?")
 TABLE_ROW = re.compile(r"^\|\s*([CGP]\d{1,2})\s*\|(.*)\|\s*$", re.MULTILINE)
 
 
+# A tracker's issue number, a numbered source document or one of its behaviour labels, a path
+# into a sibling "shared" folder: documents a newcomer cannot open.
+OUTSIDE_REF = re.compile(
+    r"\bissue\s+\d+\b|\bseed\s+(?:\d{3}|[A-D]\d{1,2})\b|\bthe\s+seed(?:'s)?\b|\.\./shared\b",
+    re.IGNORECASE)
 def scanned_files() -> list[Path]:
     files = [ROOT / name for name in SCANNED_FILES if (ROOT / name).is_file()]
     for top in SCANNED_DIRS:
@@ -83,7 +94,7 @@ def table_rows() -> list[tuple[str, str]]:
 def test_design_has_its_sections():
     sections = design_sections()
     # The numbers the rest of the repository cites: keep them when the document changes.
-    expected = {"1", "2", "3", "4", "5", *(f"2.{n}" for n in range(1, 12)),
+    expected = {"1", "2", "3", "4", "5", "6", "6.1", "6.2", *(f"2.{n}" for n in range(1, 12)),
                 *(f"2.4.{n}" for n in range(1, 7))}
     assert expected <= sections, f"docs/design.md misses sections {sorted(expected - sections)}"
 
@@ -101,6 +112,27 @@ def test_every_design_reference_names_a_section():
                                    f"{match.group(0)!r} -> {number}")
     assert found > 0, "no design reference found: the pattern no longer matches the repository"
     assert not missing, "references to sections docs/design.md lacks:\n" + "\n".join(missing)
+
+
+def test_no_reference_to_documents_outside_the_repository():
+    found = []
+    for path in scanned_files():
+        rel = path.relative_to(ROOT).as_posix()
+        text = read(path)
+        found += [f"{rel}:{line_of(text, m.start())}: {m.group(0)!r}"
+                  for m in OUTSIDE_REF.finditer(text)]
+    assert not found, ("references to documents outside the repository (say what the thing is, "
+                       "or cite docs/design.md):\n" + "\n".join(found))
+
+
+def test_torch_versions_stated_as_pyproject_pins_them():
+    pins = re.findall(r'"(torch[<>=!~][^"]*)"', read(ROOT / "pyproject.toml"))
+    assert len(pins) == 1, f"pyproject.toml should pin torch once, found {pins}"
+    for doc in ("README.md", "docs/usage.md"):
+        text = read(ROOT / doc)
+        assert f"`{pins[0]}`" in text, f"{doc} does not quote pyproject.toml's pin {pins[0]!r}"
+        stated = set(re.findall(r"torch\s*[<>=]=?\s*\d[\d.]*", text)) - {pins[0]}
+        assert not stated, f"{doc} states other torch bounds: {sorted(stated)}"
 
 
 def test_case_table_has_one_row_per_id_without_gaps():

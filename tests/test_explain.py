@@ -1,4 +1,4 @@
-"""graphdispatch.explain: graphs and breaks from Dynamo, per graph the route, inputs,
+"""graphdispatch.explain (design 2.10): graphs and breaks from Dynamo, per graph the route, inputs,
 entries and every fallback with its reason, input position and advice; the example in
 docs/diagnosing.md is this code's real output (regenerate it with UPDATE_DIAGNOSING_DOC=1)."""
 
@@ -182,3 +182,31 @@ def test_python_refusals_are_names_from_the_runtimes_list():
         _C.fallback("no_such_reason", lambda: None)
     assert advice("data_dependent") == _C.fallback_reasons()["data_dependent"] != ""
     assert advice("no_such_reason") == ""
+
+
+RUNS = [0]
+
+
+@torch.library.custom_op("graphdispatch_test::counted", mutates_args=())
+def counted(x: torch.Tensor) -> torch.Tensor:
+    """Counts each time the model's work really runs (not its fake-tensor tracing)."""
+    RUNS[0] += 1
+    return x + 1
+
+
+@counted.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@pytest.mark.parametrize("warmup_iters", [1, 2])
+@pytest.mark.parametrize("device_graph", ["cpu", "emulated"])
+def test_the_model_runs_as_often_as_the_docstring_says(device_graph, warmup_iters):
+    # Under torch._dynamo.explain, warmup_iters warmups, the recording run (both CPU graphs
+    # run the work while recording) and the call's replay.
+    RUNS[0] = 0
+    report = graphdispatch.explain(lambda x: counted(x) * 2, torch.randn(4),
+                                   options={"device_graph": device_graph,
+                                            "warmup_iters": warmup_iters})
+    assert RUNS[0] == 3 + warmup_iters
+    assert report.stats["captures"] == 1 and report.stats["replays"] == 1

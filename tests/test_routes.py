@@ -23,7 +23,7 @@ def resolved(**options):
         (False, False, "emulated", "default"),
         (False, True, "emulated", "graph_only"),
         (True, False, "emulated", "graph_with_compile"),
-        (True, True, "emulated", "graph_with_compile"),  # with_compile wins (seed)
+        (True, True, "emulated", "graph_with_compile"),  # with_compile wins (MindIE-SD's rule)
         (False, False, "auto", "default"),
         (False, True, "auto", "graph_only"),  # the CPU graph for CPU inputs
         (True, False, "auto", "default"),  # Inductor's CPU kernels cannot be recorded

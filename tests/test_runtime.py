@@ -11,31 +11,16 @@ import graphdispatch
 from graphdispatch import _C
 from graphdispatch.device_graphs import make_factory
 
+from cases.cases_helpers import compiled, graph_kind, runner  # noqa: F401
 
-KIND = {"graph": "emulated"}
-
-
-@pytest.fixture(autouse=True, params=["emulated", "cpu"])
-def graph_kind(request):
-    """Each test on both CPU graphs: the emulated one and the recorded one."""
-    KIND["graph"] = request.param
-    yield request.param
-    KIND["graph"] = "emulated"
-
-
-def runner(fn, n_inputs, **options):
-    return _C.GraphRunner(fn, [False] * n_inputs, make_factory(KIND["graph"]), **options)
-
-
-def compiled(fn, **options):
-    return torch.compile(fn, backend="graphdispatch",
-                         options={"graph_only": True, "device_graph": KIND["graph"], **options})
+# Each test on both CPU graphs: the emulated one and the recorded one.
+pytestmark = pytest.mark.usefixtures("graph_kind")
 
 
 # ---- cache key -------------------------------------------------------------------------------
 
 def test_strides_key_separate_entries_alignment_does_not():
-    r = runner(lambda x: (x * 2 + 1,), 1)
+    r = runner(lambda x: (x * 2 + 1,), [False])
     big = torch.randn(64, 64)
     layouts = [torch.randn(64, 32), torch.randn(32, 64).t(), big[::2, :32], big.flatten()[1:2049].view(64, 32)]
     for x in layouts * 2:
@@ -49,7 +34,7 @@ def test_strides_key_separate_entries_alignment_does_not():
 
 
 def test_scalar_values_key_separate_entries():
-    r = runner(lambda x, s: (x * s,), 2)
+    r = runner(lambda x, s: (x * s,), [False, False])
     x = torch.randn(5)
     for s in (0.5, 1.5, 2.5, 0.5, 3, True, 2.5):
         (y,) = r(x, s)
@@ -58,7 +43,7 @@ def test_scalar_values_key_separate_entries():
 
 
 def test_grad_mode_keys_separate_entries_inference_mode_does_not():
-    r = runner(lambda x: (x + 1,), 1)
+    r = runner(lambda x: (x + 1,), [False])
     x = torch.randn(3)
     r(x)
     with torch.no_grad():
@@ -75,7 +60,7 @@ def test_grad_mode_keys_separate_entries_inference_mode_does_not():
 
 def test_autocast_keys_separate_entries():
     w = torch.randn(8, 8)
-    r = runner(lambda x: (x @ w,), 1)
+    r = runner(lambda x: (x @ w,), [False])
     x = torch.randn(4, 8)
     (plain,) = r(x)
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -90,7 +75,7 @@ def test_autocast_keys_separate_entries():
 
 @pytest.mark.parametrize("eviction, survivor", [("fifo", 2), ("lru", 1)])
 def test_eviction_policies(eviction, survivor):
-    r = runner(lambda x: (x.relu(),), 1, max_entries=2, eviction=eviction)
+    r = runner(lambda x: (x.relu(),), [False], max_entries=2, eviction=eviction)
     sizes = {n: torch.randn(n) for n in (1, 2, 3)}
     r(sizes[1]); r(sizes[2]); r(sizes[1])  # size 1 used last: LRU keeps it, FIFO does not
     r(sizes[3])
@@ -105,7 +90,7 @@ def test_eviction_policies(eviction, survivor):
 
 def test_eviction_logs_once(caplog):
     with caplog.at_level(logging.WARNING, logger="graphdispatch"):
-        r = runner(lambda x: (x + 1,), 1, max_entries=2, log=logging.getLogger("graphdispatch").warning)
+        r = runner(lambda x: (x + 1,), [False], max_entries=2, log=logging.getLogger("graphdispatch").warning)
         for n in range(1, 8):
             r(torch.randn(n))
     assert r.num_entries == 2
@@ -115,7 +100,7 @@ def test_eviction_logs_once(caplog):
 # ---- copies, outputs, mismatch ---------------------------------------------------------------
 
 def test_copy_skipped_when_caller_passes_static_buffer():
-    r = runner(lambda a, b: (a * b,), 2)
+    r = runner(lambda a, b: (a * b,), [False, False])
     a, b = torch.randn(16), torch.randn(16)
     r(a, b)
     buf_a, buf_b = r.input_buffers(a, b)
@@ -184,7 +169,7 @@ def test_capture_failure_falls_back_with_reason():
             raise RuntimeError("operation not permitted when stream is capturing")
         return (x + 1,)
 
-    r = runner(flaky, 1)
+    r = runner(flaky, [False])
     x = torch.randn(3)
     for _ in range(3):
         assert torch.equal(r(x)[0], x + 1)
@@ -197,14 +182,14 @@ def test_capture_failure_falls_back_with_reason():
 
 
 def test_user_error_reaches_user():
-    r = runner(lambda x: (x @ x,), 1)
+    r = runner(lambda x: (x @ x,), [False])
     with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied|size mismatch|must match"):
         r(torch.randn(2, 3))
 
 
 # ---- regressions found by review -------------------------------------------------------------
 
-def test_clear_while_another_thread_reads_does_not_deadlock():
+def test_clear_while_another_thread_reads_does_not_deadlock(graph_kind):
     # Destroying entries needs the GIL (their buffers have Python objects); clear() used to do
     # that under the cache lock while a GIL-holding reader waited for the lock.
     import subprocess
@@ -231,7 +216,7 @@ def test_clear_while_another_thread_reads_does_not_deadlock():
         reader.join()
         print("done", r.num_entries)
     """)
-    script = script.replace("GRAPH", repr(KIND["graph"]))
+    script = script.replace("GRAPH", repr(graph_kind))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["done", "0"]
@@ -267,7 +252,7 @@ def test_output_view_of_input_keeps_eager_aliasing():
 
 
 def test_zero_size_inputs_are_not_aliased():
-    r = runner(lambda a, b: (a + 1, b + 1), 2)
+    r = runner(lambda a, b: (a + 1, b + 1), [False, False])
     r(torch.ones(0), torch.ones(0))
     assert graphdispatch.stats()["fallbacks"] == {}
     assert graphdispatch.stats()["captures"] == 1
@@ -276,7 +261,7 @@ def test_zero_size_inputs_are_not_aliased():
 def test_runner_argument_errors_name_the_argument():
     with pytest.raises(TypeError, match="fn: expected a callable, got <class 'NoneType'>"):
         _C.GraphRunner(None, [False], make_factory("emulated"))
-    r = runner(lambda x, n: (x * n,), 2)
+    r = runner(lambda x, n: (x * n,), [False, False])
     with pytest.raises(ValueError, match="input at position 1: expected an int within int64"):
         r(torch.ones(3), 2**70)
     with pytest.raises(TypeError, match="input at position 1: expected a tensor, int, float"):
@@ -288,7 +273,7 @@ def test_runner_argument_errors_name_the_argument():
 def test_subclass_and_zero_tensor_inputs_fall_back_without_crashing():
     from torch.testing._internal.two_tensor import TwoTensor
 
-    r = runner(lambda x: (x * 2,), 1)
+    r = runner(lambda x: (x * 2,), [False])
     zero = torch._efficientzerotensor(4)
     assert torch.equal(r(zero)[0], zero * 2)
     pair = TwoTensor(torch.ones(4), torch.ones(4))
@@ -307,7 +292,7 @@ def test_failed_capture_leaves_rng_state_as_before():
             raise RuntimeError("capture failed")
         return (x + noise,)
 
-    r = runner(fn, 1)
+    r = runner(fn, [False])
     torch.manual_seed(7)
     r(torch.zeros(3))  # warmup, failed capture, then the fallback's own run
     after = torch.rand(1)

@@ -2,7 +2,7 @@
 
 What it is. For every FX graph Dynamo hands us, a ``GraphRunner`` (C++) captures the graph's
 kernel sequence into a device graph once per input signature and replays it with one launch
-per call. Three routes (design 2.1):
+per call. Three routes (the rule of MindIE-SD's ACLGraph backend, design 2.1, 6.1):
 
 - ``graph_with_compile``: Inductor compiles the graph (its own cudagraphs off), then we
   capture the compiled function — fusion and launch savings add up;

@@ -7,7 +7,7 @@ meaning, aliases); its module attribute, validation, error messages and the C++ 
 Options reach a compiled graph from four places, later ones winning: these module defaults,
 ``GRAPHDISPATCH_<NAME>`` environment variables (read once, at import), ``Backend(**options)``
 and ``torch.compile(..., options={...})``. Keys accept ``-`` or ``_`` (``max-entries`` is
-``max_entries``), and MindIE-SD's ``aclgraph_*`` names are aliases, so users of its
+``max_entries``), and MindIE-SD's ``aclgraph_*`` names (design 6.1) are aliases, so users of its
 ACLGraph backend can switch by name. An unknown key, a wrong type or a bad value raises
 before any setup runs, naming the key and listing what is valid.
 

@@ -177,9 +177,13 @@ def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = 
 
     ``options``: backend options (as for ``torch.compile(..., options=...)``); by default the
     graph route for the inputs' device (``graph_only``; on the CPU with the CPU graph).
-    The model runs three times: under ``torch._dynamo.explain`` (graphs, breaks), at capture,
-    and the call itself; make the call as you would (e.g. under ``torch.no_grad()``), since
-    grad mode decides fallbacks. Resets Dynamo's caches before and after, as
+    The model runs under ``torch._dynamo.explain`` (graphs, breaks); on a graph route then
+    ``warmup_iters`` times (default 1) and once more while the capture records (a CUDA, NPU or
+    accelerator graph records its kernels without running them; the CPU and emulated graphs
+    run them); then the call itself runs, a replay on a graph route. With the defaults that is
+    three runs on a device graph, four on the CPU or emulated graph, two on the ``default``
+    route (tests/test_explain.py counts them). Make the call as you would (e.g. under
+    ``torch.no_grad()``), since grad mode decides fallbacks. Resets Dynamo's caches before and after, as
     ``torch._dynamo.explain`` does. Raises what the model raises, and TypeError/ValueError for
     invalid options.
     """

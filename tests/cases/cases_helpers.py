@@ -57,6 +57,13 @@ def capturing() -> bool:
     return _C.emulated_capturing() or _C.cpu_graph_capturing()
 
 
+def assert_same_layout(got: torch.Tensor, expected: torch.Tensor) -> None:
+    """``got`` is eager's ``expected``: values (to float32 rounding), shape and strides."""
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
+    assert got.shape == expected.shape
+    assert got.stride() == expected.stride(), (got.stride(), expected.stride())
+
+
 def stats() -> dict[str, Any]:
     return graphdispatch.stats()
 

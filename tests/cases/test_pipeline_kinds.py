@@ -6,12 +6,7 @@ import logging
 import pytest
 import torch
 
-from cases_helpers import GRAPH_ONLY, ROUTES, compiled, fallbacks, stats
-
-
-def assert_same_layout(got, expected):
-    torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
-    assert got.shape == expected.shape and got.stride() == expected.stride()
+from cases_helpers import GRAPH_ONLY, ROUTES, assert_same_layout, compiled, fallbacks, stats
 
 
 # ---- C21: expanded (zero-stride) inputs ------------------------------------------------------

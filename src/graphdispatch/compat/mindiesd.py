@@ -1,21 +1,21 @@
 """MindIE-SD's ACLGraph entry points, served by graphdispatch: switch by changing one import.
 
-Seed 000 turns graph dispatch on like this; only the import line changes::
+MindIE-SD turns graph dispatch on like this (design 6.1); only the import line changes::
 
     from graphdispatch.compat.mindiesd import MindieSDBackend, CompilationConfig
     CompilationConfig.aclgraph_only = True            # scenario A: capture the graph as is
     # CompilationConfig.aclgraph_with_compile = True  # scenario B: compile, then capture
     compiled = torch.compile(model, backend=MindieSDBackend())
 
-From the seed: the five switches of ``CompilationConfig`` with their defaults, the routing rule
+From MindIE-SD: the five switches of ``CompilationConfig`` with their defaults, the routing rule
 of ``mindie_sd_backend.py`` (with_compile and graphs available → compile, then capture; only
 and graphs available → capture; otherwise the default route, aot_autograd + Inductor), and
 ``npu_graph_available`` (``torch.npu.NPUGraph`` and ``torch.npu.graph`` must both exist).
 
-Ours: the switches are ``graphdispatch.config``'s options under the seed's names (setting one
+Ours: the switches are ``graphdispatch.config``'s options under MindIE-SD's names (setting one
 sets the other, values are checked, an unknown name raises); "compile" is Inductor, since
 MindIE-SD's pattern fusion is not part of graphdispatch; graphs are available per device (CUDA,
-NPU as in the seed, ``torch.accelerator``; the CPU only with ``device_graph="emulated"``); a
+NPU as in MindIE-SD, ``torch.accelerator``; the CPU only with ``device_graph="emulated"``); a
 fallback to the default route is logged and counted in ``graphdispatch.stats()["routes"]``.
 docs/migrating.md lists where graphdispatch is stricter.
 
@@ -32,7 +32,7 @@ from .. import config
 
 __all__ = ["CompilationConfig", "MindieSDBackend", "create_aclgraph_backend", "npu_graph_available"]
 
-# The seed's switches (compiliation_config.py). Each is a graphdispatch.config attribute: an
+# MindIE-SD's switches (its compiliation_config.py). Each is a graphdispatch.config attribute: an
 # alias of graph_only, graph_with_compile, lazy_capture, max_entries, or safe_output_mode itself.
 SWITCHES = ("aclgraph_only", "aclgraph_with_compile", "aclgraph_lazy_capture",
             "aclgraph_max_entries", "safe_output_mode")
@@ -64,7 +64,7 @@ class _Switches(type):
 
 
 class CompilationConfig(metaclass=_Switches):
-    """MindIE-SD's switches (seed 000), one process-wide set as the seed's class attributes are.
+    """MindIE-SD's switches (design 6.1), one process-wide set as its class attributes are.
 
     ``aclgraph_only`` (False), ``aclgraph_with_compile`` (False), ``aclgraph_lazy_capture``
     (False), ``aclgraph_max_entries`` (0 = unbounded, FIFO eviction) and ``safe_output_mode``
@@ -84,7 +84,7 @@ class CompilationConfig(metaclass=_Switches):
 class MindieSDBackend:
     """``torch.compile(model, backend=MindieSDBackend())``, routed by ``CompilationConfig``.
 
-    The seed's rule, applied to each graph Dynamo hands over: ``aclgraph_with_compile`` and a
+    MindIE-SD's rule, applied to each graph Dynamo hands over: ``aclgraph_with_compile`` and a
     device graph for the inputs' device → Inductor, then capture; ``aclgraph_only`` and a device
     graph → capture the graph as is; otherwise the default route. The switches are read at each
     compile, as MindIE-SD reads its config.
@@ -105,12 +105,12 @@ class MindieSDBackend:
 
 
 def create_aclgraph_backend() -> Callable:
-    """The ACLGraph capture backend alone (seed 000's ``create_aclgraph_backend()``).
+    """The ACLGraph capture backend alone (MindIE-SD's ``create_aclgraph_backend()``).
 
     It captures the FX graph it is given as is, whatever ``aclgraph_only`` and
     ``aclgraph_with_compile`` say; lazy capture, max entries and safe output mode come from
     ``CompilationConfig`` at each compile. Without a device graph for the inputs' device it
-    takes the default route, logged, as the seed's backend does when ``npu_graph_available`` is
+    takes the default route, logged, as MindIE-SD's backend does when ``npu_graph_available`` is
     False.
     """
     from ..backend import Backend
@@ -119,7 +119,7 @@ def create_aclgraph_backend() -> Callable:
 
 
 def npu_graph_available() -> bool:
-    """Seed 000's detection: ``torch.npu.NPUGraph`` and ``torch.npu.graph`` both exist.
+    """MindIE-SD's detection: ``torch.npu.NPUGraph`` and ``torch.npu.graph`` both exist.
 
     Also requires an NPU to be present, as the router does (``device_graphs.unavailable_reason``).
     ``torch.npu`` exists once torch_npu is imported; this function does not import it.
