@@ -2,6 +2,7 @@
 
 #include "runtime/process_budget.h"
 #include "runtime/replay_verification.h"
+#include "runtime/runner_option_table.h"
 #include "runtime/stats.h"
 
 #include <ATen/record_function.h>
@@ -19,13 +20,7 @@ GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
       graphs_(std::move(graphs)),
       options_(std::move(options)),
       state_(std::make_unique<State>(options_)) {
-  TORCH_CHECK(options_.warmup_iters >= 0, "warmup_iters: expected >= 0, got ",
-              options_.warmup_iters);
-  TORCH_CHECK(options_.verify_replays >= 0, "verify_replays: expected >= 0, got ",
-              options_.verify_replays);
-  TORCH_CHECK(options_.verify_rtol >= 0 && options_.verify_atol >= 0,
-              "verify_rtol, verify_atol: expected >= 0, got ", options_.verify_rtol, ", ",
-              options_.verify_atol);
+  check_runner_options(options_);
   ProcessBudget::get().join(this);
 }
 

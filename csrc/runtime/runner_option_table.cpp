@@ -146,6 +146,11 @@ void set_runner_option(RunnerOptions& options, const std::string& name, const Op
                                   "'; valid runner options: " + valid);
 }
 
+void check_runner_options(const RunnerOptions& options) {
+  RunnerOptions scratch;
+  for (const auto& field : fields()) field.set(scratch, field.get(options));
+}
+
 std::vector<std::pair<std::string, OptionValue>> runner_option_values(const RunnerOptions& options) {
   std::vector<std::pair<std::string, OptionValue>> out;
   for (const auto& field : fields()) out.emplace_back(field.name, field.get(options));

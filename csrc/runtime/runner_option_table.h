@@ -31,6 +31,10 @@ using OptionValue = std::variant<bool, std::int64_t, double, std::string, Foreig
 /// "graphdispatch option '<name>': expected ..., got ..."; `options` is then unchanged.
 void set_runner_option(RunnerOptions& options, const std::string& name, const OptionValue& value);
 
+/// Checks every field set_runner_option sets against the same ranges, for options built in
+/// C++ without the table; throws as set_runner_option does, naming the first bad option.
+void check_runner_options(const RunnerOptions& options);
+
 /// (name, value) of every option set_runner_option takes, in one fixed order; the values of
 /// RunnerOptions{} are the defaults.
 std::vector<std::pair<std::string, OptionValue>> runner_option_values(const RunnerOptions& options);

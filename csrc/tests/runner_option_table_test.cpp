@@ -104,5 +104,21 @@ TEST(RunnerOptionTable, LeavesOptionsUnchangedOnARefusal) {
   EXPECT_EQ(options.max_recaptures, RunnerOptions{}.max_recaptures);
 }
 
+TEST(RunnerOptionTable, ChecksOptionsBuiltInCppAgainstTheSameRanges) {
+  EXPECT_NO_THROW(check_runner_options(RunnerOptions{}));
+  RunnerOptions options;
+  options.verify_atol = -1.0;
+  try {
+    check_runner_options(options);
+    ADD_FAILURE() << "a negative verify_atol passed";
+  } catch (const c10::ValueError& e) {
+    EXPECT_EQ(std::string(e.what_without_backtrace()),
+              "graphdispatch option 'verify_atol': expected a finite float >= 0, got -1.0");
+  }
+  options = RunnerOptions{};
+  options.verify_rtol = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(check_runner_options(options), c10::ValueError);
+}
+
 }  // namespace
 }  // namespace graphdispatch
