@@ -180,3 +180,22 @@ def test_listed_tests_exist(cid, cells):
             suite, _, test = name.partition(".")
             assert re.search(rf"\bTEST(?:_F|_P)?\(\s*{suite},\s*{test}\s*\)", text), \
                 f"{cid}: no test {suite}.{test} in {path}"
+
+
+def test_readme_layout_names_every_source_file():
+    # A file stem in backticks in the Layout section names it: `entry` for entry.h/.cpp,
+    # `compat/mindiesd` for a subpackage's module, `verify.py` where the folder lists file names.
+    layout = read(ROOT / "README.md").split("\n## Layout", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([^`]+)`", layout))
+    missing = []
+    for folder, pattern in (("csrc/runtime", "*.[hc]*"), ("csrc/bindings", "*.[hc]*"),
+                            ("src/graphdispatch", "**/*.py*"), ("bench", "*.*"),
+                            ("scripts", "*.sh")):
+        for path in sorted((ROOT / folder).glob(pattern)):
+            rel = path.relative_to(ROOT / folder)
+            stem = rel.with_suffix("").as_posix()
+            if rel.name == "__init__.py" or "__pycache__" in rel.parts:
+                continue
+            if not {stem, rel.as_posix(), rel.name} & named:
+                missing.append(f"{folder}/{rel.as_posix()}")
+    assert not missing, "README.md's Layout table does not name:\n" + "\n".join(missing)
