@@ -97,6 +97,7 @@ class Entry final {
   /// Positions of the dynamic inputs, of the dynamic inputs the graph writes, and of the
   /// static inputs it writes (marked with mark_static_address).
   const std::vector<std::size_t>& dynamic_positions() const { return dynamic_positions_; }
+  const std::vector<std::size_t>& dynamic_written() const { return dynamic_written_; }
   const std::vector<std::size_t>& static_written() const { return static_written_; }
   /// copy changed dynamic inputs → replay → copy mutations back → outputs (clones in safe
   /// output mode). Throws c10::Error "input mismatch at position i: ..." if `inputs` do not
