@@ -16,7 +16,7 @@ rng = random.Random(7)
 
 
 def content(k, rev, fixed):
-    lines = [f"file {k} line {l}: ordinary text\n" for l in range(1, 41)]
+    lines = [f"file {k} line {n}: ordinary text\n" for n in range(1, 41)]
     lines[19] = f"file {k} revision {rev}\n"
     if fixed:
         lines.insert(10, "    fixed = True\n")

@@ -19,7 +19,11 @@ import torch
 import graphdispatch
 from graphdispatch import backend, config, device_graphs
 from graphdispatch.compat import mindiesd
-from graphdispatch.compat.mindiesd import CompilationConfig, MindieSDBackend, create_aclgraph_backend
+from graphdispatch.compat.mindiesd import (
+    CompilationConfig,
+    MindieSDBackend,
+    create_aclgraph_backend,
+)
 
 MIGRATING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "migrating.md"
 MINDIESD_DEFAULTS = {"aclgraph_only": False, "aclgraph_with_compile": False,
@@ -65,7 +69,7 @@ def assert_replayed(route: str, captures: int = 1) -> None:
 
 # ---- import -----------------------------------------------------------------------------------
 
-def test_import_loads_no_compile_stack_and_seed_defaults():
+def test_import_loads_no_compile_stack_and_mindiesd_defaults():
     out = last_json(run_fresh(textwrap.dedent("""
         import json, sys
         import torch
@@ -77,9 +81,9 @@ def test_import_loads_no_compile_stack_and_seed_defaults():
                             or m.startswith(("torch._dynamo", "torch._inductor"))),
             "backend_loaded": "graphdispatch.backend" in added,
             "extension_loaded": "graphdispatch._C" in added,
-            "defaults": {name: getattr(CompilationConfig, name) for name in %r},
+            "defaults": {name: getattr(CompilationConfig, name) for name in NAMES},
         }))
-    """ % list(MINDIESD_DEFAULTS))))
+    """).replace("NAMES", repr(list(MINDIESD_DEFAULTS)))))
     assert out["heavy"] == []
     assert out["backend_loaded"] is False and out["extension_loaded"] is False
     assert out["defaults"] == MINDIESD_DEFAULTS

@@ -13,8 +13,7 @@ import pytest
 import torch
 
 import graphdispatch
-from graphdispatch import _C
-from graphdispatch import capture_hold_off, device_graphs
+from graphdispatch import _C, capture_hold_off, device_graphs
 from graphdispatch.capture_hold_off import HOLD_OFF
 from graphdispatch.device_graphs import choose_kind, warn_without_warmup
 from graphdispatch.framework_graphs import FrameworkGraph, FrameworkGraphFactory

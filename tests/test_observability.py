@@ -10,12 +10,11 @@ from collections import Counter
 import pytest
 import torch
 import torch._dynamo
+from cases.cases_helpers import GRAPH_ONLY, compiled, graph_kind, runner  # noqa: F401
 
 import graphdispatch
 from graphdispatch import _C
 from graphdispatch.framework_graphs import FrameworkGraph
-
-from cases.cases_helpers import GRAPH_ONLY, compiled, graph_kind, runner  # noqa: F401
 
 # Verification, budgets and warm-up on the emulated and the CPU graph.
 pytestmark = pytest.mark.usefixtures("graph_kind")
@@ -230,7 +229,9 @@ def test_entry_bytes_count_buffers_and_outputs(graph_kind):
 
 @pytest.mark.parametrize("eviction, survivor", [("fifo", 4), ("lru", 2)])
 def test_budget_evicts_by_bytes_including_pool_memory(eviction, survivor):
-    per_entry = lambda n: 2 * n * 4 + 100  # two buffers of n float32 plus 100 pool bytes
+    def per_entry(n):  # two buffers of n float32 plus 100 pool bytes
+        return 2 * n * 4 + 100
+
     r = _C.GraphRunner(mul_add, [False, False], _C.PyGraphFactory(PoolGraphs(100)),
                        max_entry_bytes=per_entry(3) + per_entry(4), eviction=eviction)
     for n in (2, 4):

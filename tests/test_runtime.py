@@ -6,12 +6,11 @@ import logging
 
 import pytest
 import torch
+from cases.cases_helpers import compiled, graph_kind, runner  # noqa: F401
 
 import graphdispatch
 from graphdispatch import _C
 from graphdispatch.device_graphs import make_factory
-
-from cases.cases_helpers import compiled, graph_kind, runner  # noqa: F401
 
 # Each test on both CPU graphs: the emulated one and the recorded one.
 pytestmark = pytest.mark.usefixtures("graph_kind")
@@ -77,14 +76,15 @@ def test_autocast_keys_separate_entries():
 def test_eviction_policies(eviction, survivor):
     r = runner(lambda x: (x.relu(),), [False], max_entries=2, eviction=eviction)
     sizes = {n: torch.randn(n) for n in (1, 2, 3)}
-    r(sizes[1]); r(sizes[2]); r(sizes[1])  # size 1 used last: LRU keeps it, FIFO does not
+    for n in (1, 2, 1):  # size 1 used last: LRU keeps it, FIFO does not
+        r(sizes[n])
     r(sizes[3])
     assert r.num_entries == 2
     assert graphdispatch.stats()["evictions"] == 1
     before = graphdispatch.stats()["captures"]
     assert torch.equal(r(sizes[survivor])[0], sizes[survivor].relu())
     assert graphdispatch.stats()["captures"] == before  # the survivor replays
-    for n, x in sizes.items():
+    for x in sizes.values():
         assert torch.equal(r(x)[0], x.relu())
 
 

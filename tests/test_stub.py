@@ -8,7 +8,6 @@ names as pybind11 states them in its signature line.
 from __future__ import annotations
 
 import ast
-import inspect
 import re
 from pathlib import Path
 

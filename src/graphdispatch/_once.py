@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 
 class RunOnce:
@@ -103,7 +103,7 @@ class Setup:
 
 # Module state survives importlib.reload (which re-executes this file in the same namespace),
 # so a reload neither loses the steps a child must reset nor registers a second fork hook.
-_ALL: "weakref.WeakSet[RunOnce]" = globals().get("_ALL") or weakref.WeakSet()
+_ALL: weakref.WeakSet[RunOnce] = globals().get("_ALL") or weakref.WeakSet()
 # Other state a child must recreate (runner registry, locks), keyed by the hook's qualified
 # name so that re-registering (a module reload) replaces instead of adding.
 _FORK_HOOKS: dict[str, Callable[[], None]] = globals().get("_FORK_HOOKS") or {}

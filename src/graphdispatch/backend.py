@@ -29,7 +29,8 @@ import logging
 import sys
 import threading
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -37,8 +38,15 @@ from . import config
 from ._once import RunOnce, Setup, at_fork_in_child
 from .device_graphs import choose_kind, make_factory, warn_without_warmup
 from .entry_lifetime import StaticInputWatch
-from .graph_analysis import (describe_node, flat_output, graph_refusal, input_name,
-                             is_static_input, graph_effects, marked_static_address)
+from .graph_analysis import (
+    describe_node,
+    flat_output,
+    graph_effects,
+    graph_refusal,
+    input_name,
+    is_static_input,
+    marked_static_address,
+)
 
 log = logging.getLogger("graphdispatch")
 
@@ -105,7 +113,7 @@ def graph_factory(kind: str) -> Any:
 
 # ---- bookkeeping: live runners, route counts -------------------------------------------------
 
-_RUNNERS: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_RUNNERS: weakref.WeakSet[Any] = weakref.WeakSet()
 _ROUTES: dict[str, int] = {}
 _ROUTES_LOCK = threading.Lock()
 

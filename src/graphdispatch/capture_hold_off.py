@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import gc
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 class _CaptureHoldOff:

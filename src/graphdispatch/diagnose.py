@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -189,11 +190,11 @@ def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = 
     """
     import torch._dynamo
 
+    import graphdispatch
+
     from . import config
     from .backend import Backend
     from .serving import stats_delta
-
-    import graphdispatch
 
     chosen = {"graph_only": True}  # on the CPU, device_graph "auto" is the CPU graph
     chosen.update(config.normalize(options))

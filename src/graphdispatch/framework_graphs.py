@@ -19,7 +19,8 @@ import logging
 import threading
 import warnings
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -34,7 +35,7 @@ def npu_module() -> Any:
     return getattr(torch, "npu", None)
 
 
-_ALL_FACTORIES: "weakref.WeakSet[FrameworkGraphFactory]" = weakref.WeakSet()
+_ALL_FACTORIES: weakref.WeakSet[FrameworkGraphFactory] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 
 def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

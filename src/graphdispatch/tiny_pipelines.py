@@ -25,8 +25,9 @@ Pipelines (diffusers >= 0.30; the classes need ``transformers`` to import):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -100,7 +101,11 @@ def build_sd() -> tuple[Any, str, dict[str, Any]]:
 
 
 def build_sd3() -> tuple[Any, str, dict[str, Any]]:
-    from diffusers import FlowMatchEulerDiscreteScheduler, SD3Transformer2DModel, StableDiffusion3Pipeline
+    from diffusers import (
+        FlowMatchEulerDiscreteScheduler,
+        SD3Transformer2DModel,
+        StableDiffusion3Pipeline,
+    )
 
     transformer = SD3Transformer2DModel(
         sample_size=8, patch_size=2, in_channels=4, out_channels=4, num_layers=2,

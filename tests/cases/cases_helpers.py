@@ -3,7 +3,8 @@ graphdispatch, a direct runner, counters."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch

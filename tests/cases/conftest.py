@@ -5,7 +5,6 @@ record them."""
 from __future__ import annotations
 
 import pytest
-
 from cases_helpers import GRAPH_WITH_COMPILE, graph_kind  # noqa: F401  (the fixture)
 
 

@@ -6,7 +6,6 @@ nothing writes, are captured."""
 
 import pytest
 import torch
-
 from cases_helpers import GRAPH_ONLY, GRAPH_WITH_COMPILE, compiled, stats
 
 CALLS = 3

@@ -5,9 +5,9 @@ and regional compilation (one graph per block kind, one entry per block instance
 
 import pytest
 import torch
+from cases_helpers import compiled, stats
 
 import graphdispatch
-from cases_helpers import compiled, stats
 
 
 class Expert(torch.nn.Module):

@@ -6,8 +6,7 @@ import copy
 
 import pytest
 import torch
-
-from cases_helpers import compiled, fallbacks, runner, stats
+from cases_helpers import compiled, runner, stats
 
 
 def test_extra_diffusers_unet_bfloat16_two_held_results():

@@ -5,7 +5,6 @@ test_budget.py, context parallelism in tests/distributed/test_ranks.py."""
 
 import pytest
 import torch
-
 from cases_helpers import compiled, stats
 
 

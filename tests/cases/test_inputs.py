@@ -4,7 +4,6 @@ another device, or are new tensors every call."""
 import numpy as np
 import pytest
 import torch
-
 from cases_helpers import ROUTES, compiled, fallbacks, requires_cuda, runner, stats
 
 # ---- C3: inputs that share storage ------------------------------------------------------------

@@ -10,7 +10,6 @@ import textwrap
 
 import pytest
 import torch
-
 from cases_helpers import compiled, stats
 
 RAISE = {"error": None}

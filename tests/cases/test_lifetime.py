@@ -9,9 +9,9 @@ import weakref
 
 import pytest
 import torch
+from cases_helpers import ROUTES, compiled, fallbacks, stats
 
 import graphdispatch
-from cases_helpers import ROUTES, compiled, fallbacks, stats
 
 
 def live_entries():
@@ -115,7 +115,7 @@ def test_c35_moving_state_recaptures_a_bounded_number_of_times(registered, max_r
     with caplog.at_level(logging.WARNING, logger="graphdispatch"):
         for k in range(calls):
             x = torch.full((4,), float(k))
-            torch.testing.assert_close(G(x), eager(x), msg=lambda m: f"call {k}: {m}")
+            torch.testing.assert_close(G(x), eager(x), msg=lambda m, k=k: f"call {k}: {m}")
     torch.testing.assert_close(model.h, eager.h)
     s = stats()
     # A recapture is a capture after a state tensor was seen freed. The first state tensor is

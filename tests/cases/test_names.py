@@ -5,9 +5,9 @@ input by its argument name, not by its position alone."""
 import logging
 
 import torch
+from cases_helpers import compiled, fallbacks
 
 import graphdispatch
-from cases_helpers import compiled, fallbacks
 
 
 class Decay(torch.nn.Module):

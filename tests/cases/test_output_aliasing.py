@@ -5,7 +5,6 @@ copy-back of a mutated input overwrite an output of the same call."""
 
 import pytest
 import torch
-
 from cases_helpers import GRAPH_ONLY, GRAPH_WITH_COMPILE, assert_same_layout, compiled, stats
 
 SAFE_MODES = [pytest.param(True, id="safe"), pytest.param(False, id="unsafe")]
@@ -77,7 +76,7 @@ def test_c30_recurrent_state_fed_back_each_step(safe):
     h, h_eager = torch.zeros(5), torch.zeros(5)
     for step, u in enumerate(inputs):
         h, h_eager = G(h, u), rnn_step(h_eager, u)
-        torch.testing.assert_close(h, h_eager, msg=lambda m: f"step {step}: {m}")
+        torch.testing.assert_close(h, h_eager, msg=lambda m, step=step: f"step {step}: {m}")
 
 
 # ---- C31: unsafe outputs are fresh tensor objects each call ----------------------------------

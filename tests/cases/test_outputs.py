@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from cases_helpers import GRAPH_ONLY, ROUTES, compiled, stats
 
 

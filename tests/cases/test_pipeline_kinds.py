@@ -5,9 +5,7 @@ import logging
 
 import pytest
 import torch
-
-from cases_helpers import GRAPH_ONLY, ROUTES, assert_same_layout, compiled, fallbacks, stats
-
+from cases_helpers import ROUTES, assert_same_layout, compiled, fallbacks, stats
 
 # ---- C21: expanded (zero-stride) inputs ------------------------------------------------------
 

@@ -13,12 +13,11 @@ import threading
 import pytest
 import torch
 import torch._dynamo
+from cases_helpers import GRAPH_ONLY, compiled, stats
+from fork_child import FORK_HELPER
 from torch._dynamo.utils import counters
 
 import graphdispatch
-
-from cases_helpers import GRAPH_ONLY, compiled, stats
-from fork_child import FORK_HELPER
 
 
 def no_random_ops(x):

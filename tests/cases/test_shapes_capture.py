@@ -6,11 +6,10 @@ import logging
 import pytest
 import torch
 import torch._dynamo
+from cases_helpers import GRAPH_ONLY, capturing, compiled, fallbacks, requires_cuda, runner, stats
 
 import graphdispatch
 from graphdispatch.backend import _RUNNERS
-
-from cases_helpers import GRAPH_ONLY, capturing, compiled, fallbacks, requires_cuda, runner, stats
 
 # ---- C10: dynamic batch sizes -----------------------------------------------------------------
 

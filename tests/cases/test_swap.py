@@ -8,7 +8,6 @@ import gc
 
 import pytest
 import torch
-
 from cases_helpers import compiled, stats
 from test_lifetime import Block
 

@@ -4,7 +4,6 @@ capture."""
 import threading
 
 import torch
-
 from cases_helpers import compiled, fallbacks, runner, stats
 
 # ---- C14: concurrent first calls ----------------------------------------------------------------

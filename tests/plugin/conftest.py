@@ -2,7 +2,6 @@
 that cannot collide with tests/conftest.py when imported)."""
 
 import pytest
-
 from plugin_helpers import run_script
 
 

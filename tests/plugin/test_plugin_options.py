@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from plugin_helpers import clean_env
 
 import graphdispatch
 from graphdispatch import config
-
-from plugin_helpers import clean_env
 
 CANONICAL = ["copy_stream", "device_graph", "eviction", "graph_only", "graph_with_compile",
              "lazy_capture", "max_entries", "max_entry_bytes", "max_recaptures", "max_total_entry_bytes",

@@ -26,7 +26,8 @@ compile (design 2.9).
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import config
 
