@@ -87,7 +87,9 @@ def thread_us(fn: Callable[[], Any], calls: int) -> float:
     return (time.thread_time() - start) / calls * 1e6
 
 
-def interleaved(columns: dict[str, Callable[[], Any]], repeats: int, calls: int) -> dict[str, float]:
+def interleaved(
+    columns: dict[str, Callable[[], Any]], repeats: int, calls: int
+) -> dict[str, float]:
     """Median µs per call of each column, the columns interleaved within every repeat."""
     samples: dict[str, list[float]] = {name: [] for name in columns}
     for _ in range(repeats):
@@ -106,8 +108,11 @@ def eager_peak_bytes(fn: Callable[[], Any]) -> int:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
-    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                    if e.name() == "[memory]")
+    events = sorted(
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]"
+    )
     live = peak = 0
     for _, nbytes in events:
         live += nbytes
@@ -117,19 +122,28 @@ def eager_peak_bytes(fn: Callable[[], Any]) -> int:
 
 def forward(repeats: int, calls: int) -> dict[str, Any]:
     model, args, kwargs = flux_call(1, 2)
-    call = lambda m: (lambda: m(*args, **kwargs))  # noqa: E731
+    call = lambda m: lambda: m(*args, **kwargs)  # noqa: E731
     with torch.no_grad():
         expected = sample(model(*args, **kwargs))
         columns: dict[str, Callable[[], Any]] = {"eager": call(model)}
         compile_s: dict[str, float] = {}
         counted: dict[str, dict[str, int]] = {}
         for name, compile_it in (
-                ("backend=eager", lambda: torch.compile(model, backend="eager")),
-                ("default (Inductor)", lambda: torch.compile(model)),
-                ("graph_only emulated", lambda: torch.compile(
-                    model, backend="graphdispatch", options={"graph_only": True, "device_graph": "emulated"})),
-                ("graph_only CPU graph", lambda: torch.compile(
-                    model, backend="graphdispatch", options={"graph_only": True}))):
+            ("backend=eager", lambda: torch.compile(model, backend="eager")),
+            ("default (Inductor)", lambda: torch.compile(model)),
+            (
+                "graph_only emulated",
+                lambda: torch.compile(
+                    model,
+                    backend="graphdispatch",
+                    options={"graph_only": True, "device_graph": "emulated"},
+                ),
+            ),
+            (
+                "graph_only CPU graph",
+                lambda: torch.compile(model, backend="graphdispatch", options={"graph_only": True}),
+            ),
+        ):
             before = graphdispatch.stats()
             start = time.perf_counter()
             compiled = compile_it()
@@ -143,8 +157,13 @@ def forward(repeats: int, calls: int) -> dict[str, Any]:
         times = interleaved(columns, repeats, calls)
         peak = eager_peak_bytes(call(model))
     after = graphdispatch.stats()
-    return {"times": times, "compile_s": compile_s, "peak": peak, "entry_bytes": entry_bytes,
-            "stats": {k: after[k] for k in ("captures", "replays", "fallbacks")}}
+    return {
+        "times": times,
+        "compile_s": compile_s,
+        "peak": peak,
+        "entry_bytes": entry_bytes,
+        "stats": {k: after[k] for k in ("captures", "replays", "fallbacks")},
+    }
 
 
 def regional(repeats: int, calls: int) -> dict[str, Any]:
@@ -156,9 +175,11 @@ def regional(repeats: int, calls: int) -> dict[str, Any]:
         expected = sample(model(*args, **kwargs))
         columns: dict[str, Callable[[], Any]] = {}
         runners: list[Any] = []
-        for name, options in (("regional backend=eager", None),
-                              ("regional graph_only emulated", {"graph_only": True, "device_graph": "emulated"}),
-                              ("regional graph_only CPU graph", {"graph_only": True})):
+        for name, options in (
+            ("regional backend=eager", None),
+            ("regional graph_only emulated", {"graph_only": True, "device_graph": "emulated"}),
+            ("regional graph_only CPU graph", {"graph_only": True}),
+        ):
             m = copy.deepcopy(model)
             from graphdispatch.backend import _RUNNERS
 
@@ -169,22 +190,30 @@ def regional(repeats: int, calls: int) -> dict[str, Any]:
                 m.compile_repeated_blocks(backend="graphdispatch", options=options)
             out = sample(m(*args, **kwargs))
             assert (out - expected).abs().max().item() < 1e-3, name
-            columns[name] = (lambda m=m: m(*args, **kwargs))
+            columns[name] = lambda m=m: m(*args, **kwargs)
             if options is not None and "device_graph" not in options:
                 runners = list(set(_RUNNERS) - before)
         before = graphdispatch.stats()
         times = interleaved(columns, repeats, calls)
         after = graphdispatch.stats()
         graphs_only = statistics.median(
-            thread_us(lambda: [r.replay_graphs() for r in runners], calls) for _ in range(repeats))
+            thread_us(lambda: [r.replay_graphs() for r in runners], calls) for _ in range(repeats)
+        )
         overhead, n_inputs = runner_overhead(model, args, kwargs, repeats)
-    return {"times": times, "blocks": blocks, "graphs_us": graphs_only,
-            "overhead_per_block_us": overhead, "block_inputs": n_inputs,
-            "fallbacks": sum(after["fallbacks"].values()) - sum(before["fallbacks"].values()),
-            "captures": after["captures"] - before["captures"]}
+    return {
+        "times": times,
+        "blocks": blocks,
+        "graphs_us": graphs_only,
+        "overhead_per_block_us": overhead,
+        "block_inputs": n_inputs,
+        "fallbacks": sum(after["fallbacks"].values()) - sum(before["fallbacks"].values()),
+        "captures": after["captures"] - before["captures"],
+    }
 
 
-def runner_overhead(model: torch.nn.Module, args: tuple, kwargs: dict, repeats: int) -> tuple[float, int]:
+def runner_overhead(
+    model: torch.nn.Module, args: tuple, kwargs: dict, repeats: int
+) -> tuple[float, int]:
     """(µs per call the runner adds around a recorded program, inputs per call) for the inputs
     of the first double block."""
     from graphdispatch import _C
@@ -196,16 +225,21 @@ def runner_overhead(model: torch.nn.Module, args: tuple, kwargs: dict, repeats: 
     def keep(module: torch.nn.Module, block_args: tuple, block_kwargs: dict) -> None:
         if not seen:
             flat = [*block_args, *block_kwargs.values()]
-            seen.extend(t for v in flat for t in (v if isinstance(v, tuple) else (v,))
-                        if isinstance(t, torch.Tensor))
+            seen.extend(
+                t
+                for v in flat
+                for t in (v if isinstance(v, tuple) else (v,))
+                if isinstance(t, torch.Tensor)
+            )
 
     hook = block.register_forward_pre_hook(keep, with_kwargs=True)
     model(*args, **kwargs)
     hook.remove()
     params = list(block.parameters())
     inputs = [*seen, *params]
-    runner = _C.GraphRunner(lambda x, *rest: (x * 2,), [False] * len(seen) + [True] * len(params),
-                            make_factory("cpu"))
+    runner = _C.GraphRunner(
+        lambda x, *rest: (x * 2,), [False] * len(seen) + [True] * len(params), make_factory("cpu")
+    )
     runner(*inputs)
     call = statistics.median(thread_us(lambda: runner(*inputs), 2000) for _ in range(repeats))
     graph = statistics.median(thread_us(runner.replay_graphs, 2000) for _ in range(repeats))
@@ -231,8 +265,12 @@ def per_op(repeats: int, ops: int = 256) -> dict[str, float]:
     from graphdispatch import _C
     from graphdispatch.device_graphs import make_factory
 
-    floor_ext = load_inline("graphdispatch_bench_floor", cpp_sources=FLOOR_SOURCE,
-                            functions=["add_chain"], extra_cflags=["-O2"])
+    floor_ext = load_inline(
+        "graphdispatch_bench_floor",
+        cpp_sources=FLOOR_SOURCE,
+        functions=["add_chain"],
+        extra_cflags=["-O2"],
+    )
 
     def chain(h: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor]:
         for _ in range(ops):
@@ -243,46 +281,59 @@ def per_op(repeats: int, ops: int = 256) -> dict[str, float]:
     runner = _C.GraphRunner(chain, [False, True], make_factory("cpu"))
     runner(h, b)
     out0, out1 = torch.empty(64), torch.empty(64)
-    columns = {"eager (Python loop)": lambda: chain(h, b),
-               "CPU graph program": runner.replay_graphs,
-               "floor (C++ loop, at::cpu::add_out)": lambda: floor_ext.add_chain(h, b, out0, out1, ops)}
+    columns = {
+        "eager (Python loop)": lambda: chain(h, b),
+        "CPU graph program": runner.replay_graphs,
+        "floor (C++ loop, at::cpu::add_out)": lambda: floor_ext.add_chain(h, b, out0, out1, ops),
+    }
     times = interleaved(columns, repeats, 200)
     return {name: us / ops for name, us in times.items()}
 
 
-def report(fwd: dict[str, Any], reg: dict[str, Any], ops: dict[str, float], repeats: int,
-           calls: int) -> tuple[str, list[str]]:
+def report(
+    fwd: dict[str, Any], reg: dict[str, Any], ops: dict[str, float], repeats: int, calls: int
+) -> tuple[str, list[str]]:
     t = fwd["times"]
     eager, dynamo, cpu = t["eager"], t["backend=eager"], t["graph_only CPU graph"]
-    lines = [f"median of {repeats} repeats x {calls} calls, µs of thread CPU time per call, 1 thread",
-             "",
-             "tiny Flux transformer forward (1 double + 2 single blocks)",
-             f"{'column':26} {'µs/call':>9} {'x eager':>8} {'x backend=eager':>16} {'first call s':>13}"]
+    lines = [
+        f"median of {repeats} repeats x {calls} calls, µs of thread CPU time per call, 1 thread",
+        "",
+        "tiny Flux transformer forward (1 double + 2 single blocks)",
+        f"{'column':26} {'µs/call':>9} {'x eager':>8} {'x backend=eager':>16} {'first call s':>13}",
+    ]
     for name, us in t.items():
         first = fwd["compile_s"].get(name)
-        lines.append(f"{name:26} {us:9.1f} {us / eager:8.2f} {us / dynamo:16.2f} "
-                     f"{'' if first is None else f'{first:13.2f}'}")
-    lines += ["",
-              f"graphdispatch counters: {fwd['stats']}",
-              f"memory: eager forward peak {fwd['peak']} bytes; CPU graph entry {fwd['entry_bytes']} "
-              f"bytes ({fwd['entry_bytes'] / fwd['peak']:.2f}x)",
-              "",
-              f"regional compilation, 4 double + 8 single blocks ({reg['blocks']} block calls a forward)"]
+        lines.append(
+            f"{name:26} {us:9.1f} {us / eager:8.2f} {us / dynamo:16.2f} "
+            f"{'' if first is None else f'{first:13.2f}'}"
+        )
+    lines += [
+        "",
+        f"graphdispatch counters: {fwd['stats']}",
+        f"memory: eager forward peak {fwd['peak']} bytes; CPU graph entry {fwd['entry_bytes']} "
+        f"bytes ({fwd['entry_bytes'] / fwd['peak']:.2f}x)",
+        "",
+        f"regional compilation, 4 double + 8 single blocks ({reg['blocks']} block calls a forward)",
+    ]
     r = reg["times"]
     base = r["regional backend=eager"]
     for name, us in r.items():
         lines.append(f"{name:32} {us:9.1f} µs/call {us / base:6.2f}x regional backend=eager")
-    lines += [f"the CPU graph's recorded programs alone: {reg['graphs_us']:.1f} µs/call; "
-              f"fallbacks {reg['fallbacks']}, captures while timed {reg['captures']}",
-              f"runner overhead per block call ({reg['block_inputs']} inputs): "
-              f"{reg['overhead_per_block_us']:.2f} µs",
-              "",
-              "per op of a chain of 256 additions on 64 float32"]
+    lines += [
+        f"the CPU graph's recorded programs alone: {reg['graphs_us']:.1f} µs/call; "
+        f"fallbacks {reg['fallbacks']}, captures while timed {reg['captures']}",
+        f"runner overhead per block call ({reg['block_inputs']} inputs): "
+        f"{reg['overhead_per_block_us']:.2f} µs",
+        "",
+        "per op of a chain of 256 additions on 64 float32",
+    ]
     floor = ops["floor (C++ loop, at::cpu::add_out)"]
     for name, us in ops.items():
         lines.append(f"{name:36} {us:7.3f} µs/op {us / floor:6.2f}x floor")
-    lines += [f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
-              f"load average {os.getloadavg()[0]:.1f} at the end"]
+    lines += [
+        f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f} at the end"
+    ]
     verdicts = [
         f"forward: CPU graph {cpu / eager:.2f}x eager (target <= 0.5), {cpu / dynamo:.2f}x "
         f"backend=eager (target <= 0.7), {cpu / t['default (Inductor)']:.2f}x Inductor",
@@ -292,25 +343,30 @@ def report(fwd: dict[str, Any], reg: dict[str, Any], ops: dict[str, float], repe
         "(target <= 8)",
         f"per op: the CPU graph's replay {ops['CPU graph program']:.3f} µs against the floor's "
         f"{floor:.3f} µs ({ops['CPU graph program'] / floor:.1f}x), eager's "
-        f"{ops['eager (Python loop)']:.3f} µs"]
+        f"{ops['eager (Python loop)']:.3f} µs",
+    ]
     return "\n".join(lines), verdicts
 
 
 def write(text: str, verdicts: list[str]) -> None:
-    body = (f"{SECTION}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python bench/cpu_graph.py\n```\n\n"
-            "See the docstring of bench/cpu_graph.py for what each column runs.\n\n"
-            f"```\n{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n")
+    body = (
+        f"{SECTION}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python bench/cpu_graph.py\n```\n\n"
+        "See the docstring of bench/cpu_graph.py for what each column runs.\n\n"
+        f"```\n{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
+    )
     old = RESULTS.read_text() if RESULTS.exists() else ""
     start = old.find(SECTION)
     if start < 0:
         RESULTS.write_text(old.rstrip("\n") + "\n\n" + body)
         return
     end = old.find("\n## ", start + len(SECTION))
-    RESULTS.write_text(old[:start] + body + (old[end + 1:] if end >= 0 else ""))
+    RESULTS.write_text(old[:start] + body + (old[end + 1 :] if end >= 0 else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/cpu_graph.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="bench/cpu_graph.py", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--no-write", action="store_true")

@@ -6,6 +6,7 @@ file, so found by the stable patch-id), branches forked after it contain it.
 
 Usage: python3 bench/find_history.py | git fast-import --quiet
 """
+
 import random
 import sys
 
@@ -49,15 +50,20 @@ def path(k):
 
 FIX_FILE = 1234
 state = {k: (0, False) for k in range(FILES)}  # main's files: (revision, fixed)
-base = commit("refs/heads/main", None, "base",
-              {path(k): content(k, 0, False) for k in range(FILES)})
+base = commit(
+    "refs/heads/main", None, "base", {path(k): content(k, 0, False) for k in range(FILES)}
+)
 main_marks, main_states, fix_mark = [base], [dict(state)], None
 for i in range(1, MAIN):
     if i == FIX_AT:
         rev, _ = state[FIX_FILE]
         state[FIX_FILE] = (rev, True)
-        fix_mark = commit("refs/heads/main", main_marks[-1], "fix: the bench fix",
-                          {path(FIX_FILE): content(FIX_FILE, rev, True)})
+        fix_mark = commit(
+            "refs/heads/main",
+            main_marks[-1],
+            "fix: the bench fix",
+            {path(FIX_FILE): content(FIX_FILE, rev, True)},
+        )
     else:
         edits = {}
         for k in rng.sample(range(FILES), rng.randint(1, 3)):
@@ -80,8 +86,9 @@ for b in range(BRANCHES):
         if j == port_at:
             rev, _ = files[FIX_FILE]
             files[FIX_FILE] = (rev, True)
-            parent = commit(ref, parent, "fix: the bench fix",
-                            {path(FIX_FILE): content(FIX_FILE, rev, True)})
+            parent = commit(
+                ref, parent, "fix: the bench fix", {path(FIX_FILE): content(FIX_FILE, rev, True)}
+            )
             continue
         edits = {}
         for k in rng.sample(range(FILES), rng.randint(1, 3)):

@@ -56,8 +56,14 @@ def _env() -> dict[str, str]:
 
 def _wall(code: str) -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=_env(), check=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=True,
+        timeout=120,
+    )
     return time.perf_counter() - start, proc.stdout
 
 
@@ -104,24 +110,24 @@ Command (from the repository root):
 {command}
 ```
 
-{r['runs']} fresh processes of each kind, interleaved (A B B A ...): A = `python -c "import torch"`,
+{r["runs"]} fresh processes of each kind, interleaved (A B B A ...): A = `python -c "import torch"`,
 B = `python -c "import torch, graphdispatch"` (each times its imports with `perf_counter`).
 
 ```
-median of {r['runs']} fresh processes                         ms
-  A: import torch (in process)                         {r['import_torch_ms']:8.1f}
-  B: import torch (in process)                         {r['import_torch_b_ms']:8.1f}
-  B: import graphdispatch after it (in process)        {r['import_graphdispatch_ms']:8.1f}   (min {r['import_graphdispatch_min_ms']:.1f}, max {r['import_graphdispatch_max_ms']:.1f})
-  A: whole process, wall                               {r['plain_wall_ms']:8.1f}
-  B: whole process, wall                               {r['with_us_wall_ms']:8.1f}
-  B - A, wall                                          {r['wall_difference_ms']:8.1f}
-heavy modules loaded in B (torch._dynamo, torch._inductor, sympy): {r['heavy_loaded'] or 'none'}
-torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, load average {r['load_average']:.1f} at the end
+median of {r["runs"]} fresh processes                         ms
+  A: import torch (in process)                         {r["import_torch_ms"]:8.1f}
+  B: import torch (in process)                         {r["import_torch_b_ms"]:8.1f}
+  B: import graphdispatch after it (in process)        {r["import_graphdispatch_ms"]:8.1f}   (min {r["import_graphdispatch_min_ms"]:.1f}, max {r["import_graphdispatch_max_ms"]:.1f})
+  A: whole process, wall                               {r["plain_wall_ms"]:8.1f}
+  B: whole process, wall                               {r["with_us_wall_ms"]:8.1f}
+  B - A, wall                                          {r["wall_difference_ms"]:8.1f}
+heavy modules loaded in B (torch._dynamo, torch._inductor, sympy): {r["heavy_loaded"] or "none"}
+torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, load average {r["load_average"]:.1f} at the end
 ```
 
-**`import graphdispatch` costs {r['import_graphdispatch_ms']:.1f} ms, {100 * fraction:.2f} % of
-`import torch` ({r['import_torch_ms']:.0f} ms). Target (under {TARGET_MS:.0f} ms and under
-{100 * TARGET_FRACTION:.0f} %): {'met' if met else 'NOT met'}.** The target is checked on the
+**`import graphdispatch` costs {r["import_graphdispatch_ms"]:.1f} ms, {100 * fraction:.2f} % of
+`import torch` ({r["import_torch_ms"]:.0f} ms). Target (under {TARGET_MS:.0f} ms and under
+{100 * TARGET_FRACTION:.0f} %): {"met" if met else "NOT met"}.** The target is checked on the
 in-process figure. B - A of the whole-process wall medians is the same cost seen through process
 start-up and the run-to-run spread of `import torch` (compare A's and B's in-process `import
 torch` medians), which on a shared machine is larger than the cost itself, in either direction.
@@ -146,7 +152,9 @@ def main() -> int:
     if args.runs < 10:
         parser.error("--runs must be at least 10")
     result = measure(args.runs)
-    command = ".venv/bin/python bench/import_time.py" + (f" --runs {args.runs}" if args.runs != 15 else "")
+    command = ".venv/bin/python bench/import_time.py" + (
+        f" --runs {args.runs}" if args.runs != 15 else ""
+    )
     text = render(result, command)
     print(text)
     if not args.no_write:

@@ -83,13 +83,24 @@ class PythonReplay:
 
     @staticmethod
     def key(args: Sequence[Any]) -> tuple:
-        parts: list[Any] = [torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
-                            torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")]
+        parts: list[Any] = [
+            torch.is_grad_enabled(),
+            torch.is_inference_mode_enabled(),
+            torch.is_autocast_enabled("cpu"),
+            torch.get_autocast_dtype("cpu"),
+        ]
         for a in args:
             if isinstance(a, torch.Tensor):
-                parts.append((a.device, a.dtype, a.shape, a.stride(),
-                              a.storage_offset() * a.element_size() % ALIGNMENT_BYTES,
-                              a.requires_grad))
+                parts.append(
+                    (
+                        a.device,
+                        a.dtype,
+                        a.shape,
+                        a.stride(),
+                        a.storage_offset() * a.element_size() % ALIGNMENT_BYTES,
+                        a.requires_grad,
+                    )
+                )
             else:
                 parts.append((type(a), a))
         return tuple(parts)
@@ -97,8 +108,9 @@ class PythonReplay:
     def capture(self, args: Sequence[Any]) -> tuple[list, list[int]]:
         buffers = list(args)
         for i in self.dynamic_positions:
-            buffers[i] = torch.empty_strided(args[i].shape, args[i].stride(),
-                                             dtype=args[i].dtype, device=args[i].device)
+            buffers[i] = torch.empty_strided(
+                args[i].shape, args[i].stride(), dtype=args[i].dtype, device=args[i].device
+            )
             buffers[i].copy_(args[i])
         entry = (buffers, [args[i].data_ptr() for i in self.static_positions])
         self.entries[self.key(args)] = entry
@@ -143,25 +155,43 @@ def per_call_us(fn: Callable, args: Sequence[Any], calls: int) -> float:
     return (time.thread_time_ns() - start) / calls / 1e3
 
 
-def measure(n: int, repeats: int, calls: int, python_impl: bool = True) -> dict[str, dict[str, float]]:
+def measure(
+    n: int, repeats: int, calls: int, python_impl: bool = True
+) -> dict[str, dict[str, float]]:
     """{scenario: {direct, cpp, python: median µs per call}} for ``n`` inputs (without
     ``python`` when not ``python_impl``)."""
     is_static = [i < n // 2 for i in range(n)]
-    caller_args = [torch.nn.Parameter(torch.randn(NUMEL), requires_grad=False) if s
-                   else torch.randn(NUMEL) for s in is_static]
+    caller_args = [
+        torch.nn.Parameter(torch.randn(NUMEL), requires_grad=False) if s else torch.randn(NUMEL)
+        for s in is_static
+    ]
     # written_inputs=[]: the callable writes nothing, as the backend reads off the graph.
-    runner = _C.GraphRunner(trivial, is_static, make_factory("emulated"), safe_output_mode=True,
-                            warmup_iters=1, copy_stream=True, max_entries=0, eviction="fifo",
-                            log=None, written_inputs=[])
+    runner = _C.GraphRunner(
+        trivial,
+        is_static,
+        make_factory("emulated"),
+        safe_output_mode=True,
+        warmup_iters=1,
+        copy_stream=True,
+        max_entries=0,
+        eviction="fifo",
+        log=None,
+        written_inputs=[],
+    )
     python = PythonReplay(trivial, is_static)
     runner.capture(*caller_args)
     python(*caller_args)
     scenarios = {
-        "copy": {"direct": (trivial, caller_args), "cpp": (runner, caller_args),
-                 "python": (python, caller_args)},
-        "in place": {"direct": (trivial, caller_args),
-                     "cpp": (runner, runner.input_buffers(*caller_args)),
-                     "python": (python, python.input_buffers(*caller_args))},
+        "copy": {
+            "direct": (trivial, caller_args),
+            "cpp": (runner, caller_args),
+            "python": (python, caller_args),
+        },
+        "in place": {
+            "direct": (trivial, caller_args),
+            "cpp": (runner, runner.input_buffers(*caller_args)),
+            "python": (python, python.input_buffers(*caller_args)),
+        },
     }
     if not python_impl:
         for impls in scenarios.values():
@@ -185,11 +215,15 @@ def check_counters(n_calls_per_runner: int) -> None:
         sys.exit(f"overhead.py: the runner did not replay as expected: {stats}")
 
 
-def report(results: dict[int, dict[str, dict[str, float]]], repeats: int, calls: int) -> tuple[str, bool]:
-    lines = [f"median of {repeats} repeats x {calls} calls, µs of thread CPU time per call; "
-             f"overhead = wrapper - direct",
-             f"{'scenario':<9} {'N':>4} {'direct':>8} {'C++ runner':>11} {'Python impl':>12} "
-             f"{'C++ ovh':>8} {'Py ovh':>8} {'ratio':>6}"]
+def report(
+    results: dict[int, dict[str, dict[str, float]]], repeats: int, calls: int
+) -> tuple[str, bool]:
+    lines = [
+        f"median of {repeats} repeats x {calls} calls, µs of thread CPU time per call; "
+        f"overhead = wrapper - direct",
+        f"{'scenario':<9} {'N':>4} {'direct':>8} {'C++ runner':>11} {'Python impl':>12} "
+        f"{'C++ ovh':>8} {'Py ovh':>8} {'ratio':>6}",
+    ]
     met = True
     for scenario in ("copy", "in place"):
         for n, by_scenario in results.items():
@@ -198,11 +232,15 @@ def report(results: dict[int, dict[str, dict[str, float]]], repeats: int, calls:
             ratio = cpp / py
             if n in TARGETS:
                 met = met and ratio <= TARGETS[n]
-            lines.append(f"{scenario:<9} {n:>4} {r['direct']:>8.2f} {r['cpp']:>11.2f} "
-                         f"{r['python']:>12.2f} {cpp:>8.2f} {py:>8.2f} {ratio:>6.3f}")
+            lines.append(
+                f"{scenario:<9} {n:>4} {r['direct']:>8.2f} {r['cpp']:>11.2f} "
+                f"{r['python']:>12.2f} {cpp:>8.2f} {py:>8.2f} {ratio:>6.3f}"
+            )
     load = os.getloadavg()[0]
-    lines.append(f"torch {torch.__version__}, Python {platform.python_version()}, "
-                 f"{os.cpu_count()} cores, load average {load:.1f} at the end")
+    lines.append(
+        f"torch {torch.__version__}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} cores, load average {load:.1f} at the end"
+    )
     return "\n".join(lines), met
 
 
@@ -217,41 +255,59 @@ def compare_extensions(current: Path, baseline: Path, repeats: int, calls: int) 
     with tempfile.TemporaryDirectory() as tmp:
         for name, extension in builds.items():
             package = Path(tmp, name, "graphdispatch")
-            shutil.copytree(Path(graphdispatch.__file__).parent, package,
-                            ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+            shutil.copytree(
+                Path(graphdispatch.__file__).parent,
+                package,
+                ignore=shutil.ignore_patterns("*.so", "__pycache__"),
+            )
             shutil.copy(extension, package / Path(_C.__file__).name)
         names = list(builds)
         for r in range(repeats):
-            for name in names[r % 3:] + names[:r % 3]:
+            for name in names[r % 3 :] + names[: r % 3]:
                 env = {**os.environ, "PYTHONPATH": f"{Path(tmp, name)}{os.pathsep}{site_packages}"}
                 child = subprocess.run(
                     [sys.executable, "-S", __file__, "--child", "--calls", str(calls)],
-                    env=env, capture_output=True, text=True, check=True)
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 for n, by_scenario in json.loads(child.stdout).items():
                     for scenario, r in by_scenario.items():
-                        overhead[name].setdefault((scenario, int(n)), []).append(r["cpp"] - r["direct"])
-    lines = [f"median of {repeats} child processes per extension x {calls} calls, µs of thread "
-             f"CPU time per call of C++ runner overhead (runner - direct)",
-             f"{'scenario':<9} {'N':>4} {'baseline':>9} {'control':>9} {'ranges':>9} "
-             f"{'control/base':>13} {'ranges/base':>12}"]
+                        overhead[name].setdefault((scenario, int(n)), []).append(
+                            r["cpp"] - r["direct"]
+                        )
+    lines = [
+        f"median of {repeats} child processes per extension x {calls} calls, µs of thread "
+        f"CPU time per call of C++ runner overhead (runner - direct)",
+        f"{'scenario':<9} {'N':>4} {'baseline':>9} {'control':>9} {'ranges':>9} "
+        f"{'control/base':>13} {'ranges/base':>12}",
+    ]
     ratios, controls = [], []
     for key in overhead["current"]:
-        old, same, new = (statistics.median(overhead[name][key])
-                          for name in ("baseline", "control", "current"))
+        old, same, new = (
+            statistics.median(overhead[name][key]) for name in ("baseline", "control", "current")
+        )
         ratios.append(new / old)
         controls.append(same / old)
-        lines.append(f"{key[0]:<9} {key[1]:>4} {old:>9.2f} {same:>9.2f} {new:>9.2f} "
-                     f"{same / old:>13.3f} {new / old:>12.3f}")
-    lines.append(f"torch {torch.__version__}, Python {platform.python_version()}, "
-                 f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
+        lines.append(
+            f"{key[0]:<9} {key[1]:>4} {old:>9.2f} {same:>9.2f} {new:>9.2f} "
+            f"{same / old:>13.3f} {new / old:>12.3f}"
+        )
+    lines.append(
+        f"torch {torch.__version__}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+    )
     # A build differs from another by more than process-to-process noise (code layout, too),
     # so the claim is only that the ranges add nothing above the control's spread.
     measurable = statistics.median(ratios) > max(controls)
-    verdict = (f"**{'A cost above the noise' if measurable else 'No cost above the noise'}. "
-               f"With the profiler off, the build with the ranges has {min(ratios):.2f}x to "
-               f"{max(ratios):.2f}x the baseline's per-call overhead (median {statistics.median(ratios):.2f}x); "
-               f"the control, the baseline itself in other processes, {min(controls):.2f}x to "
-               f"{max(controls):.2f}x (median {statistics.median(controls):.2f}x).**")
+    verdict = (
+        f"**{'A cost above the noise' if measurable else 'No cost above the noise'}. "
+        f"With the profiler off, the build with the ranges has {min(ratios):.2f}x to "
+        f"{max(ratios):.2f}x the baseline's per-call overhead (median {statistics.median(ratios):.2f}x); "
+        f"the control, the baseline itself in other processes, {min(controls):.2f}x to "
+        f"{max(controls):.2f}x (median {statistics.median(controls):.2f}x).**"
+    )
     return "\n".join(lines), verdict
 
 
@@ -270,10 +326,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md")
-    parser.add_argument("--baseline-extension", type=Path,
-                        help="compare the C++ runner with this extension (.so) instead")
-    parser.add_argument("--extension", type=Path, default=Path(_C.__file__),
-                        help="with --baseline-extension: the extension to measure")
+    parser.add_argument(
+        "--baseline-extension",
+        type=Path,
+        help="compare the C++ runner with this extension (.so) instead",
+    )
+    parser.add_argument(
+        "--extension",
+        type=Path,
+        default=Path(_C.__file__),
+        help="with --baseline-extension: the extension to measure",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(1)  # host overhead is single-threaded; no intra-op pool wake-ups
@@ -283,41 +346,54 @@ def main() -> None:
             print(json.dumps({n: measure(n, 1, args.calls, python_impl=False) for n in SIZES}))
         return
     if args.baseline_extension is not None:
-        table, verdict = compare_extensions(args.extension, args.baseline_extension, args.repeats,
-                                            args.calls)
+        table, verdict = compare_extensions(
+            args.extension, args.baseline_extension, args.repeats, args.calls
+        )
         print(table)
         print(verdict)
         if not args.no_write:
             write_section(
                 f"{RANGES_SECTION}\n\nCommand (from the repository root; `NEW_C.so` built from "
                 f"a commit, `OLD_C.so` from the same commit with every "
-                f"`RECORD_FUNCTION(\"graphdispatch::...\")` line deleted):\n\n```\n"
+                f'`RECORD_FUNCTION("graphdispatch::...")` line deleted):\n\n```\n'
                 f".venv/bin/python bench/overhead.py --baseline-extension OLD_C.so "
-                f"--extension NEW_C.so\n```\n\nThe scenarios of \"Replay host overhead\" "
+                f'--extension NEW_C.so\n```\n\nThe scenarios of "Replay host overhead" '
                 f"above, C++ runner only, profiler off: each repeat is one fresh process per "
-                f"extension, in rotated order, same Python sources; \"control\" is the baseline "
+                f'extension, in rotated order, same Python sources; "control" is the baseline '
                 f"extension again, so its column shows the process-to-process noise.\n\n```\n{table}\n```\n\n{verdict}\n",
-                RANGES_SECTION)
+                RANGES_SECTION,
+            )
         return
     with torch.no_grad():
         results = {n: measure(n, args.repeats, args.calls) for n in SIZES}
     check_counters(len(SIZES) * args.repeats * args.calls)
     table, met = report(results, args.repeats, args.calls)
     print(table)
+
     def ratios(n: int) -> list[float]:
-        return [(r["cpp"] - r["direct"]) / (r["python"] - r["direct"])
-                for r in (results[n]["copy"], results[n]["in place"])]
+        return [
+            (r["cpp"] - r["direct"]) / (r["python"] - r["direct"])
+            for r in (results[n]["copy"], results[n]["in place"])
+        ]
 
     verdict = "**" + "; ".join(
         f"at N = {n} the C++ overhead is {ratios(n)[0]:.2f}x (copies) and {ratios(n)[1]:.2f}x "
         f"(in place) of the Python implementation's (target: at most {target:g}x)"
-        for n, target in TARGETS.items())
-    verdict = verdict[:2] + verdict[2].upper() + verdict[3:] + f". Targets {'met' if met else 'missed'}.**"
+        for n, target in TARGETS.items()
+    )
+    verdict = (
+        verdict[:2]
+        + verdict[2].upper()
+        + verdict[3:]
+        + f". Targets {'met' if met else 'missed'}.**"
+    )
     row = results[TARGET_N]["copy"], results[TARGET_N]["in place"]
     copies = row[0]["cpp"] - row[1]["cpp"]
-    verdict += (f" Of the C++ runner's {row[0]['cpp'] - row[0]['direct']:.1f} µs at N = {TARGET_N} "
-                f"with copies, copying the {TARGET_N - TARGET_N // 2} dynamic inputs (copy minus "
-                f"in place) takes {copies:.1f} µs.")
+    verdict += (
+        f" Of the C++ runner's {row[0]['cpp'] - row[0]['direct']:.1f} µs at N = {TARGET_N} "
+        f"with copies, copying the {TARGET_N - TARGET_N // 2} dynamic inputs (copy minus "
+        f"in place) takes {copies:.1f} µs."
+    )
     print(verdict)
     if not args.no_write:
         write_section(
@@ -325,11 +401,12 @@ def main() -> None:
             f".venv/bin/python bench/overhead.py\n```\n\n"
             f"Replays on the emulated graph (CPU) of a trivial callable, N float32 inputs of "
             f"{NUMEL} elements, N // 2 static; no_grad, 1 intra-op thread; CPU time of the "
-            f"calling thread, so other jobs on the machine do not inflate it. \"copy\": the "
+            f'calling thread, so other jobs on the machine do not inflate it. "copy": the '
             f"caller's tensors, every dynamic input copied; \"in place\": the entry's buffers, "
             f"copies skipped. The three columns are interleaved within each repeat. See the "
             f"docstring of bench/overhead.py for the steps each column does.\n\n"
-            f"```\n{table}\n```\n\n{verdict}\n")
+            f"```\n{table}\n```\n\n{verdict}\n"
+        )
 
 
 if __name__ == "__main__":

@@ -57,15 +57,24 @@ def routes(device: torch.device) -> list[demo.Route]:
     only, _ = choose_kind("auto", device)
     out.append(demo.Route("graph_only", only, {"graph_only": True}))
     if device.type == "cuda":
-        out.append(demo.Route("reduce-overhead", "cudagraph_trees", {"mode": "reduce-overhead"},
-                              backend="inductor"))
+        out.append(
+            demo.Route(
+                "reduce-overhead",
+                "cudagraph_trees",
+                {"mode": "reduce-overhead"},
+                backend="inductor",
+            )
+        )
     return out
 
 
 def counters() -> dict[str, Any]:
     stats = graphdispatch.stats()
-    return {"captures": stats["captures"], "replays": stats["replays"],
-            "fallbacks": sum(stats["fallbacks"].values())}
+    return {
+        "captures": stats["captures"],
+        "replays": stats["replays"],
+        "fallbacks": sum(stats["fallbacks"].values()),
+    }
 
 
 def bench_pipeline(key: str, device: torch.device, steps: int, rounds: int) -> list[dict[str, Any]]:
@@ -78,10 +87,17 @@ def bench_pipeline(key: str, device: torch.device, steps: int, rounds: int) -> l
         demo.compile_denoiser(tiny, route)
         before = counters()
         _, _, first_call_s = demo.timed_call(tiny)
-        runs.append({"route": route, "tiny": tiny, "first_call_s": first_call_s, "step_ms": [],
-                     "counted": {k: counters()[k] - v for k, v in before.items()}})
+        runs.append(
+            {
+                "route": route,
+                "tiny": tiny,
+                "first_call_s": first_call_s,
+                "step_ms": [],
+                "counted": {k: counters()[k] - v for k, v in before.items()},
+            }
+        )
     for round_ in range(rounds):
-        for run in runs[round_ % len(runs):] + runs[:round_ % len(runs)]:  # rotate the order
+        for run in runs[round_ % len(runs) :] + runs[: round_ % len(runs)]:  # rotate the order
             before = counters()
             run["images"], step_ms, _ = demo.timed_call(run["tiny"])
             run["step_ms"] += step_ms
@@ -93,22 +109,38 @@ def bench_pipeline(key: str, device: torch.device, steps: int, rounds: int) -> l
     rows = []
     for run in runs:
         median = statistics.median(run["step_ms"])
-        rows.append({"pipeline": run["tiny"].name, "route": run["route"].name,
-                     "graph": run["route"].graph, "median_ms": median, "vs_eager": median / eager_ms,
-                     "vs_default": median / default_ms,
-                     "first_call_s": run["first_call_s"],
-                     "max_abs_diff": (run["images"] - reference).abs().max().item(),
-                     "model_calls": (rounds + 1) * steps, **run["counted"]})
+        rows.append(
+            {
+                "pipeline": run["tiny"].name,
+                "route": run["route"].name,
+                "graph": run["route"].graph,
+                "median_ms": median,
+                "vs_eager": median / eager_ms,
+                "vs_default": median / default_ms,
+                "first_call_s": run["first_call_s"],
+                "max_abs_diff": (run["images"] - reference).abs().max().item(),
+                "model_calls": (rounds + 1) * steps,
+                **run["counted"],
+            }
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/pipelines.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default=None, help="cpu, cuda or npu (default: the demo's best device)")
+    parser = argparse.ArgumentParser(
+        prog="bench/pipelines.py", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--device", default=None, help="cpu, cuda or npu (default: the demo's best device)"
+    )
     parser.add_argument("--pipeline", choices=(*PIPELINES, "all"), default="all")
-    parser.add_argument("--steps", type=int, default=10, help="denoising steps per call (default: 10)")
+    parser.add_argument(
+        "--steps", type=int, default=10, help="denoising steps per call (default: 10)"
+    )
     parser.add_argument("--rounds", type=int, default=5, help="timed calls per route (default: 5)")
-    parser.add_argument("--threads", type=int, default=1, help="intra-op threads on the CPU (default: 1)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="intra-op threads on the CPU (default: 1)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     args = parser.parse_args(argv)
     if args.steps < 2 or args.rounds < 1:
@@ -118,18 +150,34 @@ def main(argv: list[str] | None = None) -> int:
     keys = PIPELINES if args.pipeline == "all" else (args.pipeline,)
     rows = [row for key in keys for row in bench_pipeline(key, device, args.steps, args.rounds)]
     if args.json:
-        print(json.dumps({"device": str(device), "torch": torch.__version__, "steps": args.steps,
-                          "rounds": args.rounds, "threads": torch.get_num_threads(), "results": rows}))
+        print(
+            json.dumps(
+                {
+                    "device": str(device),
+                    "torch": torch.__version__,
+                    "steps": args.steps,
+                    "rounds": args.rounds,
+                    "threads": torch.get_num_threads(),
+                    "results": rows,
+                }
+            )
+        )
         return 0
-    print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} intra-op threads; "
-          f"{args.steps} steps a call, {args.rounds} timed calls a route, interleaved; "
-          "median ms per denoising step")
-    print("| pipeline | route | graph | ms/step | × eager | × default | first call s | max abs diff | model calls | captures | replays | fallbacks |")
+    print(
+        f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} intra-op threads; "
+        f"{args.steps} steps a call, {args.rounds} timed calls a route, interleaved; "
+        "median ms per denoising step"
+    )
+    print(
+        "| pipeline | route | graph | ms/step | × eager | × default | first call s | max abs diff | model calls | captures | replays | fallbacks |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['pipeline']} | {r['route']} | {r['graph']} | {r['median_ms']:.2f} | "
-              f"{r['vs_eager']:.2f} | {r['vs_default']:.2f} | {r['first_call_s']:.1f} | {r['max_abs_diff']:.1e} | "
-              f"{r['model_calls']} | {r['captures']} | {r['replays']} | {r['fallbacks']} |")
+        print(
+            f"| {r['pipeline']} | {r['route']} | {r['graph']} | {r['median_ms']:.2f} | "
+            f"{r['vs_eager']:.2f} | {r['vs_default']:.2f} | {r['first_call_s']:.1f} | {r['max_abs_diff']:.1e} | "
+            f"{r['model_calls']} | {r['captures']} | {r['replays']} | {r['fallbacks']} |"
+        )
     return 0
 
 

@@ -66,17 +66,21 @@ def per_call_us(fn, x: torch.Tensor, calls: int) -> float:
 
 def measure(model: torch.nn.Module, x: torch.Tensor, repeats: int, calls: int) -> dict[str, float]:
     def runner(verify_replays: int):
-        return _C.GraphRunner(lambda t: (model(t),), [False], make_factory("emulated"),
-                              verify_replays=verify_replays)
+        return _C.GraphRunner(
+            lambda t: (model(t),), [False], make_factory("emulated"), verify_replays=verify_replays
+        )
 
-    variants = {"off": runner(0), "every call": runner(10 * repeats * calls + 10),
-                "after K": runner(3)}
+    variants = {
+        "off": runner(0),
+        "every call": runner(10 * repeats * calls + 10),
+        "after K": runner(3),
+    }
     for fn in variants.values():
         per_call_us(fn, x, 10)  # capture, and the K verified replays of "after K"
     samples: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     for r in range(repeats):
-        for name in names[r % 3:] + names[:r % 3]:
+        for name in names[r % 3 :] + names[: r % 3]:
             samples[name].append(per_call_us(variants[name], x, calls))
     return {name: statistics.median(v) for name, v in samples.items()}
 
@@ -89,32 +93,45 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     graphdispatch.reset()
-    lines = [f"median of {args.repeats} rounds x {args.calls} calls, µs of thread CPU time per call",
-             f"{'model':<5} {'off':>9} {'every call':>11} {'after K':>9} {'every/off':>10} {'after/off':>10}"]
+    lines = [
+        f"median of {args.repeats} rounds x {args.calls} calls, µs of thread CPU time per call",
+        f"{'model':<5} {'off':>9} {'every call':>11} {'after K':>9} {'every/off':>10} {'after/off':>10}",
+    ]
     ratios = {}
     with torch.no_grad():
         for name, (model, x) in models().items():
             r = measure(model, x, args.repeats, args.calls)
             ratios[name] = (r["every call"] / r["off"], r["after K"] / r["off"])
-            lines.append(f"{name:<5} {r['off']:>9.2f} {r['every call']:>11.2f} {r['after K']:>9.2f} "
-                         f"{ratios[name][0]:>10.2f} {ratios[name][1]:>10.3f}")
+            lines.append(
+                f"{name:<5} {r['off']:>9.2f} {r['every call']:>11.2f} {r['after K']:>9.2f} "
+                f"{ratios[name][0]:>10.2f} {ratios[name][1]:>10.3f}"
+            )
     stats = graphdispatch.stats()
     if stats["fallbacks"]:
-        sys.exit(f"verify.py: calls fell back, the timings are not of replays: {stats['fallbacks']}")
-    lines.append(f"verified replays {stats['verified_replays']}, replays {stats['replays']}; torch "
-                 f"{torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
-                 f"load average {os.getloadavg()[0]:.1f} at the end")
+        sys.exit(
+            f"verify.py: calls fell back, the timings are not of replays: {stats['fallbacks']}"
+        )
+    lines.append(
+        f"verified replays {stats['verified_replays']}, replays {stats['replays']}; torch "
+        f"{torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f} at the end"
+    )
     table = "\n".join(lines)
-    verdict = (f"**A verified replay costs {ratios['add'][0]:.1f}x a plain one for `add` and "
-               f"{ratios['mlp'][0]:.1f}x for `mlp`; once an entry's K replays are verified, calls "
-               f"cost {ratios['add'][1]:.2f}x and {ratios['mlp'][1]:.2f}x (nothing but a counter "
-               f"check).**")
+    verdict = (
+        f"**A verified replay costs {ratios['add'][0]:.1f}x a plain one for `add` and "
+        f"{ratios['mlp'][0]:.1f}x for `mlp`; once an entry's K replays are verified, calls "
+        f"cost {ratios['add'][1]:.2f}x and {ratios['mlp'][1]:.2f}x (nothing but a counter "
+        f"check).**"
+    )
     print(table)
     print(verdict)
     if not args.no_write:
-        write_section(f"{SECTION}\n\nCommand (from the repository root):\n\n```\n"
-                      f".venv/bin/python bench/verify.py\n```\n\n{DESCRIPTION}"
-                      f"\n\n```\n{table}\n```\n\n{verdict}\n", SECTION)
+        write_section(
+            f"{SECTION}\n\nCommand (from the repository root):\n\n```\n"
+            f".venv/bin/python bench/verify.py\n```\n\n{DESCRIPTION}"
+            f"\n\n```\n{table}\n```\n\n{verdict}\n",
+            SECTION,
+        )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 # Pasted at the top of fork scripts: runs ``fn`` in a forked child and returns its JSON result,
 # or {"ok": False, "error": "timeout"} after ``timeout`` seconds (the child is then killed).
-FORK_HELPER = '''
+FORK_HELPER = """
 import json, os, select, signal, time
 
 def in_child(fn, timeout=10.0):
@@ -34,4 +34,4 @@ def in_child(fn, timeout=10.0):
     os.close(r)
     os.waitpid(pid, 0)
     return json.loads(data) if data else {"ok": False, "error": "the child died without a result"}
-'''
+"""

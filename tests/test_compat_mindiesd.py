@@ -26,13 +26,20 @@ from graphdispatch.compat.mindiesd import (
 )
 
 MIGRATING = pathlib.Path(__file__).resolve().parents[1] / "docs" / "migrating.md"
-MINDIESD_DEFAULTS = {"aclgraph_only": False, "aclgraph_with_compile": False,
-                 "aclgraph_lazy_capture": False, "aclgraph_max_entries": 0, "safe_output_mode": True}
+MINDIESD_DEFAULTS = {
+    "aclgraph_only": False,
+    "aclgraph_with_compile": False,
+    "aclgraph_lazy_capture": False,
+    "aclgraph_max_entries": 0,
+    "safe_output_mode": True,
+}
 
 
 @pytest.fixture(autouse=True)
 def restore_config():
-    with config.patch():  # CompilationConfig writes graphdispatch.config; restore it after each test
+    with (
+        config.patch()
+    ):  # CompilationConfig writes graphdispatch.config; restore it after each test
         yield
 
 
@@ -40,8 +47,9 @@ def run_fresh(code: str, **env_vars: str) -> subprocess.CompletedProcess:
     """``code`` in a fresh interpreter, without the developer's GRAPHDISPATCH_* settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(config.ENV_PREFIX)}
     env.update(env_vars)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def last_json(proc: subprocess.CompletedProcess) -> dict:
@@ -50,7 +58,9 @@ def last_json(proc: subprocess.CompletedProcess) -> dict:
 
 
 def tiny_model() -> torch.nn.Module:
-    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8)).eval()
+    return torch.nn.Sequential(
+        torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8)
+    ).eval()
 
 
 def run_and_compare(compiled, model, calls: int = 3) -> None:
@@ -69,8 +79,11 @@ def assert_replayed(route: str, captures: int = 1) -> None:
 
 # ---- import -----------------------------------------------------------------------------------
 
+
 def test_import_loads_no_compile_stack_and_mindiesd_defaults():
-    out = last_json(run_fresh(textwrap.dedent("""
+    out = last_json(
+        run_fresh(
+            textwrap.dedent("""
         import json, sys
         import torch
         before = set(sys.modules)
@@ -83,7 +96,9 @@ def test_import_loads_no_compile_stack_and_mindiesd_defaults():
             "extension_loaded": "graphdispatch._C" in added,
             "defaults": {name: getattr(CompilationConfig, name) for name in NAMES},
         }))
-    """).replace("NAMES", repr(list(MINDIESD_DEFAULTS)))))
+    """).replace("NAMES", repr(list(MINDIESD_DEFAULTS)))
+        )
+    )
     assert out["heavy"] == []
     assert out["backend_loaded"] is False and out["extension_loaded"] is False
     assert out["defaults"] == MINDIESD_DEFAULTS
@@ -92,7 +107,9 @@ def test_import_loads_no_compile_stack_and_mindiesd_defaults():
 def test_import_with_heavy_modules_blocked():
     # Set to None, each of the three raises ImportError on import: an import that needed one
     # (even one that swallowed the error) leaves it missing from still_none.
-    out = last_json(run_fresh(textwrap.dedent("""
+    out = last_json(
+        run_fresh(
+            textwrap.dedent("""
         import json, sys
         import torch
         for name in ("torch._dynamo", "torch._inductor", "sympy"):
@@ -103,20 +120,26 @@ def test_import_with_heavy_modules_blocked():
         print(json.dumps({"still_none": [n for n in ("torch._dynamo", "torch._inductor", "sympy")
                                          if sys.modules[n] is None],
                           "max_entries": graphdispatch.config.max_entries}))
-    """)))
+    """)
+        )
+    )
     assert out["still_none"] == ["torch._dynamo", "torch._inductor", "sympy"]
     assert out["max_entries"] == 2
 
 
 # ---- CompilationConfig --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("switch, option, value", [
-    ("aclgraph_only", "graph_only", True),
-    ("aclgraph_with_compile", "graph_with_compile", True),
-    ("aclgraph_lazy_capture", "lazy_capture", True),
-    ("aclgraph_max_entries", "max_entries", 6),
-    ("safe_output_mode", "safe_output_mode", False),
-])
+
+@pytest.mark.parametrize(
+    "switch, option, value",
+    [
+        ("aclgraph_only", "graph_only", True),
+        ("aclgraph_with_compile", "graph_with_compile", True),
+        ("aclgraph_lazy_capture", "lazy_capture", True),
+        ("aclgraph_max_entries", "max_entries", 6),
+        ("safe_output_mode", "safe_output_mode", False),
+    ],
+)
 def test_switches_are_config_options(switch, option, value):
     setattr(CompilationConfig, switch, value)
     assert getattr(config, option) == value and getattr(CompilationConfig, switch) == value
@@ -128,15 +151,30 @@ def test_switches_are_config_options(switch, option, value):
     assert getattr(config, option) == value
 
 
-@pytest.mark.parametrize("switch, value, error, message", [
-    ("aclgraph_only", 1, TypeError,
-     "'graph_only' (given as 'aclgraph_only'): expected bool, got int"),
-    ("aclgraph_max_entries", -1, ValueError,
-     "'max_entries' (given as 'aclgraph_max_entries'): expected an int in [0, 2**63 - 1]"),
-    ("aclgraph_max_entries", 2**63, ValueError,
-     "'max_entries' (given as 'aclgraph_max_entries'): expected an int in [0, 2**63 - 1]"),
-    ("safe_output_mode", "no", TypeError, "'safe_output_mode': expected bool, got str"),
-])
+@pytest.mark.parametrize(
+    "switch, value, error, message",
+    [
+        (
+            "aclgraph_only",
+            1,
+            TypeError,
+            "'graph_only' (given as 'aclgraph_only'): expected bool, got int",
+        ),
+        (
+            "aclgraph_max_entries",
+            -1,
+            ValueError,
+            "'max_entries' (given as 'aclgraph_max_entries'): expected an int in [0, 2**63 - 1]",
+        ),
+        (
+            "aclgraph_max_entries",
+            2**63,
+            ValueError,
+            "'max_entries' (given as 'aclgraph_max_entries'): expected an int in [0, 2**63 - 1]",
+        ),
+        ("safe_output_mode", "no", TypeError, "'safe_output_mode': expected bool, got str"),
+    ],
+)
 def test_switch_values_checked_when_set(switch, value, error, message):
     before = config.defaults()
     with pytest.raises(error) as info:
@@ -145,9 +183,13 @@ def test_switch_values_checked_when_set(switch, value, error, message):
     assert config.defaults() == before
 
 
-@pytest.mark.parametrize("target", [CompilationConfig, CompilationConfig()], ids=["class", "instance"])
+@pytest.mark.parametrize(
+    "target", [CompilationConfig, CompilationConfig()], ids=["class", "instance"]
+)
 def test_unknown_switch_raises(target):
-    with pytest.raises(AttributeError, match="no switch 'aclgraph_onyl' \\(did you mean 'aclgraph_only'\\?\\)"):
+    with pytest.raises(
+        AttributeError, match="no switch 'aclgraph_onyl' \\(did you mean 'aclgraph_only'\\?\\)"
+    ):
         target.aclgraph_onyl = True
     with pytest.raises(AttributeError, match="no switch 'aclgraph_max_entry'"):
         target.aclgraph_max_entry  # noqa: B018
@@ -158,6 +200,7 @@ def test_unknown_switch_raises(target):
 
 
 # ---- MindIE-SD's scenarios (only the import line changed) ---------------------------------------
+
 
 def test_scenario_a_graph_only():
     graphdispatch.config.device_graph = "emulated"  # the CPU has no device graph of its own
@@ -191,14 +234,17 @@ def stub_inductor(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("only, with_compile, device_graph, route", [
-    (False, False, "emulated", "default"),
-    (True, False, "emulated", "graph_only"),
-    (False, True, "emulated", "graph_with_compile"),
-    (True, True, "emulated", "graph_with_compile"),  # with_compile first (MindIE-SD)
-    (True, False, "auto", "graph_only"),  # the CPU graph for CPU inputs
-    (False, True, "auto", "default"),  # Inductor's CPU kernels cannot be recorded: else branch
-])
+@pytest.mark.parametrize(
+    "only, with_compile, device_graph, route",
+    [
+        (False, False, "emulated", "default"),
+        (True, False, "emulated", "graph_only"),
+        (False, True, "emulated", "graph_with_compile"),
+        (True, True, "emulated", "graph_with_compile"),  # with_compile first (MindIE-SD)
+        (True, False, "auto", "graph_only"),  # the CPU graph for CPU inputs
+        (False, True, "auto", "default"),  # Inductor's CPU kernels cannot be recorded: else branch
+    ],
+)
 def test_seed_routing_rule(stub_inductor, caplog, only, with_compile, device_graph, route):
     graphdispatch.config.device_graph = device_graph
     CompilationConfig.aclgraph_only = only
@@ -217,7 +263,9 @@ def test_seed_routing_rule(stub_inductor, caplog, only, with_compile, device_gra
 def test_switches_reach_the_runner(monkeypatch):
     built = []
     build_runner = backend.build_runner
-    monkeypatch.setattr(backend, "build_runner", lambda *args: built.append(args[-1]) or build_runner(*args))
+    monkeypatch.setattr(
+        backend, "build_runner", lambda *args: built.append(args[-1]) or build_runner(*args)
+    )
     graphdispatch.config.device_graph = "emulated"
     CompilationConfig.aclgraph_only = True
     CompilationConfig.aclgraph_lazy_capture = True
@@ -237,7 +285,10 @@ def test_switches_reach_the_runner(monkeypatch):
         assert torch.equal(fn(x), x * 2 + 1)
     assert len(built) == 1
     assert {k: built[0][k] for k in ("lazy_capture", "max_entries", "safe_output_mode")} == {
-        "lazy_capture": True, "max_entries": 1, "safe_output_mode": False}
+        "lazy_capture": True,
+        "max_entries": 1,
+        "safe_output_mode": False,
+    }
     stats = graphdispatch.stats()
     assert stats["captures"] == 3 and stats["evictions"] == 2 and stats["fallbacks"] == {}
 
@@ -263,10 +314,17 @@ def test_create_aclgraph_backend_captures_without_compiling(stub_inductor):
 
 # ---- NPU graph availability (MindIE-SD: both the graph class and the capture context) ---------
 
-@pytest.mark.parametrize("has_graph_class, has_context, present", [
-    (True, True, True), (True, False, True), (False, True, True), (False, False, True),
-    (True, True, False),
-])
+
+@pytest.mark.parametrize(
+    "has_graph_class, has_context, present",
+    [
+        (True, True, True),
+        (True, False, True),
+        (False, True, True),
+        (False, False, True),
+        (True, True, False),
+    ],
+)
 def test_npu_graph_available(monkeypatch, has_graph_class, has_context, present):
     fake = types.SimpleNamespace(is_available=lambda: present)
     if has_graph_class:
@@ -288,6 +346,7 @@ def test_npu_graph_unavailable_without_torch_npu(monkeypatch):
 
 # ---- docs/migrating.md -------------------------------------------------------------------------
 
+
 def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", MIGRATING.read_text(), flags=re.S)
 
@@ -298,17 +357,22 @@ def test_migrating_has_both_scenarios_and_reduce_overhead():
     assert "aclgraph_only = True" in blocks[0] and "aclgraph_with_compile = True" in blocks[1]
     assert 'mode="reduce-overhead"' in blocks[2]
     for block in blocks[:2]:
-        assert "from graphdispatch.compat.mindiesd import MindieSDBackend, CompilationConfig" in block
+        assert (
+            "from graphdispatch.compat.mindiesd import MindieSDBackend, CompilationConfig" in block
+        )
 
 
 @pytest.mark.inductor
-@pytest.mark.parametrize("index, route", [(0, "graph_only"), (1, "graph_with_compile"),
-                                          (2, "graph_with_compile")])
+@pytest.mark.parametrize(
+    "index, route", [(0, "graph_only"), (1, "graph_with_compile"), (2, "graph_with_compile")]
+)
 def test_migrating_examples_run(index, route):
     # As docs/migrating.md says: on the CPU, device_graph = "emulated" is set before the example.
-    code = ("import graphdispatch\ngraphdispatch.config.device_graph = 'emulated'\n"
-            + python_blocks()[index]
-            + "\nimport json\nprint(json.dumps(graphdispatch.stats()))\n")
+    code = (
+        "import graphdispatch\ngraphdispatch.config.device_graph = 'emulated'\n"
+        + python_blocks()[index]
+        + "\nimport json\nprint(json.dumps(graphdispatch.stats()))\n"
+    )
     stats = last_json(run_fresh(code))
     assert stats["routes"] == {route: 1}
     assert stats["captures"] >= 1 and stats["replays"] >= 2 and stats["fallbacks"] == {}

@@ -17,8 +17,12 @@ from graphdispatch import config
 
 INT64_MAX = 2**63 - 1
 # alias -> (a value to set, a second value)
-ALIAS_VALUES = {"aclgraph_only": (True, False), "aclgraph_with_compile": (True, False),
-                "aclgraph_lazy_capture": (True, False), "aclgraph_max_entries": (5, 2)}
+ALIAS_VALUES = {
+    "aclgraph_only": (True, False),
+    "aclgraph_with_compile": (True, False),
+    "aclgraph_lazy_capture": (True, False),
+    "aclgraph_max_entries": (5, 2),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -29,15 +33,21 @@ def restore_config():
 
 # ---- attribute writes -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("typo, closest", [
-    ("max_entriez", "max_entries"),
-    ("aclgraph_onyl", "aclgraph_only"),
-    ("graph_with_compiles", "graph_with_compile"),
-    ("safe_output", "safe_output_mode"),
-])
+
+@pytest.mark.parametrize(
+    "typo, closest",
+    [
+        ("max_entriez", "max_entries"),
+        ("aclgraph_onyl", "aclgraph_only"),
+        ("graph_with_compiles", "graph_with_compile"),
+        ("safe_output", "safe_output_mode"),
+    ],
+)
 def test_unknown_attribute_raises_naming_closest(typo, closest):
     before = config.defaults()
-    with pytest.raises(AttributeError, match=f"no option '{typo}' \\(did you mean '{closest}'\\?\\)"):
+    with pytest.raises(
+        AttributeError, match=f"no option '{typo}' \\(did you mean '{closest}'\\?\\)"
+    ):
         setattr(config, typo, 1)
     assert not hasattr(config, typo)
     assert config.defaults() == before
@@ -65,12 +75,24 @@ def test_aliases_are_listed():
 
 
 # The oracle for every assignment check is the same option given to check_options().
-@pytest.mark.parametrize("name, value", [
-    ("max_entries", 1.5), ("max_entries", True), ("max_entries", "4"), ("max_entries", -1),
-    ("max_entries", 2**63), ("warmup_iters", -1), ("warmup_iters", 2**64),
-    ("aclgraph_max_entries", -2), ("graph_only", 1), ("aclgraph_only", "yes"),
-    ("eviction", "lifo"), ("device_graph", "tpu"), ("copy_stream", None),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("max_entries", 1.5),
+        ("max_entries", True),
+        ("max_entries", "4"),
+        ("max_entries", -1),
+        ("max_entries", 2**63),
+        ("warmup_iters", -1),
+        ("warmup_iters", 2**64),
+        ("aclgraph_max_entries", -2),
+        ("graph_only", 1),
+        ("aclgraph_only", "yes"),
+        ("eviction", "lifo"),
+        ("device_graph", "tpu"),
+        ("copy_stream", None),
+    ],
+)
 def test_attribute_write_checked_as_option(name, value):
     with pytest.raises((TypeError, ValueError)) as from_options:
         graphdispatch.check_options({name: value})
@@ -102,8 +124,11 @@ def test_every_int_option_has_a_range():
 def test_largest_max_entries_reaches_the_runtime():
     # C38: 2**63 used to pass the checks and fail at the first call in pybind11; the largest
     # accepted value must also be one the C++ runner takes.
-    fn = torch.compile(lambda x: x * 3 - 1, backend="graphdispatch",
-                       options={"graph_only": True, "device_graph": "emulated", "max_entries": INT64_MAX})
+    fn = torch.compile(
+        lambda x: x * 3 - 1,
+        backend="graphdispatch",
+        options={"graph_only": True, "device_graph": "emulated", "max_entries": INT64_MAX},
+    )
     for _ in range(2):
         x = torch.randn(5)
         assert torch.equal(fn(x), x * 3 - 1)
@@ -163,6 +188,7 @@ def test_alias_attribute_reaches_a_compile():
 
 # ---- environment variables ------------------------------------------------------------------
 
+
 @pytest.fixture
 def environ(monkeypatch):
     """Sets GRAPHDISPATCH_* variables (others removed) and re-reads them as the import does."""
@@ -179,8 +205,10 @@ def environ(monkeypatch):
     return read
 
 
-@pytest.mark.parametrize("text, value", [("0", 0), ("12", 12), ("+3", 3), (" 7\n", 7),
-                                         ("0009", 9), (str(INT64_MAX), INT64_MAX)])
+@pytest.mark.parametrize(
+    "text, value",
+    [("0", 0), ("12", 12), ("+3", 3), (" 7\n", 7), ("0009", 9), (str(INT64_MAX), INT64_MAX)],
+)
 def test_env_integer_accepted(environ, text, value):
     assert environ(GRAPHDISPATCH_MAX_ENTRIES=text)["max_entries"] == value
     assert int(text) == value  # Python's reading agrees where both accept the text
@@ -197,8 +225,10 @@ def test_env_integer_only_ascii_digits(environ, text):
     assert config.defaults() == before
 
 
-@pytest.mark.parametrize("text, shown", [(str(INT64_MAX + 1), str(INT64_MAX + 1)), ("-1", "-1"),
-                                         ("9" * 5000, "5000 digits")])
+@pytest.mark.parametrize(
+    "text, shown",
+    [(str(INT64_MAX + 1), str(INT64_MAX + 1)), ("-1", "-1"), ("9" * 5000, "5000 digits")],
+)
 def test_env_integer_out_of_range(environ, text, shown):
     with pytest.raises(ValueError) as info:
         environ(GRAPHDISPATCH_MAX_ENTRIES=text)
@@ -207,11 +237,14 @@ def test_env_integer_out_of_range(environ, text, shown):
     assert shown in message
 
 
-@pytest.mark.parametrize("canonical, alias", [
-    ("GRAPHDISPATCH_GRAPH_ONLY=1", "GRAPHDISPATCH_ACLGRAPH_ONLY=0"),
-    ("GRAPHDISPATCH_GRAPH_WITH_COMPILE=false", "GRAPHDISPATCH_ACLGRAPH_WITH_COMPILE=on"),
-    ("GRAPHDISPATCH_MAX_ENTRIES=4", "GRAPHDISPATCH_ACLGRAPH_MAX_ENTRIES=8"),
-])
+@pytest.mark.parametrize(
+    "canonical, alias",
+    [
+        ("GRAPHDISPATCH_GRAPH_ONLY=1", "GRAPHDISPATCH_ACLGRAPH_ONLY=0"),
+        ("GRAPHDISPATCH_GRAPH_WITH_COMPILE=false", "GRAPHDISPATCH_ACLGRAPH_WITH_COMPILE=on"),
+        ("GRAPHDISPATCH_MAX_ENTRIES=4", "GRAPHDISPATCH_ACLGRAPH_MAX_ENTRIES=8"),
+    ],
+)
 def test_env_name_and_alias_disagreeing_raise(environ, canonical, alias):
     before = config.defaults()
     variables = dict(v.split("=") for v in (canonical, alias))
@@ -225,16 +258,26 @@ def test_env_name_and_alias_disagreeing_raise(environ, canonical, alias):
 
 
 def test_env_name_and_alias_agreeing(environ):
-    options = environ(GRAPHDISPATCH_GRAPH_ONLY="1", GRAPHDISPATCH_ACLGRAPH_ONLY="true",
-                      GRAPHDISPATCH_ACLGRAPH_MAX_ENTRIES="2")
+    options = environ(
+        GRAPHDISPATCH_GRAPH_ONLY="1",
+        GRAPHDISPATCH_ACLGRAPH_ONLY="true",
+        GRAPHDISPATCH_ACLGRAPH_MAX_ENTRIES="2",
+    )
     assert options["graph_only"] is True and options["max_entries"] == 2
 
 
 def test_env_disagreement_fails_the_import():
     env = {k: v for k, v in os.environ.items() if not k.startswith(config.ENV_PREFIX)}
     env.update(GRAPHDISPATCH_GRAPH_ONLY="1", GRAPHDISPATCH_ACLGRAPH_ONLY="0")
-    proc = subprocess.run([sys.executable, "-c", "import graphdispatch"], capture_output=True,
-                          text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import graphdispatch"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode != 0
-    assert ("ValueError: environment variables GRAPHDISPATCH_ACLGRAPH_ONLY='0' and "
-            "GRAPHDISPATCH_GRAPH_ONLY='1' both set graphdispatch option 'graph_only'") in proc.stderr
+    assert (
+        "ValueError: environment variables GRAPHDISPATCH_ACLGRAPH_ONLY='0' and "
+        "GRAPHDISPATCH_GRAPH_ONLY='1' both set graphdispatch option 'graph_only'"
+    ) in proc.stderr

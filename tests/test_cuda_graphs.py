@@ -6,8 +6,10 @@ import torch
 
 import graphdispatch
 
-pytestmark = [pytest.mark.device,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+pytestmark = [
+    pytest.mark.device,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
 
 
 class Mlp(torch.nn.Module):
@@ -92,9 +94,13 @@ def test_failed_capture_falls_back_and_later_captures_work(monkeypatch):
     assert graphdispatch.stats()["captures"] == 1
 
 
-@pytest.mark.xfail(torch.__version__ < "2.12", strict=True, raises=RuntimeError,
-                   reason="capture_end leaves the allocator routing to the pool before "
-                          "pytorch#180395; only private functions could end it (docs/usage.md)")
+@pytest.mark.xfail(
+    torch.__version__ < "2.12",
+    strict=True,
+    raises=RuntimeError,
+    reason="capture_end leaves the allocator routing to the pool before "
+    "pytorch#180395; only private functions could end it (docs/usage.md)",
+)
 def test_failed_capture_leaves_empty_cache_working_and_memory_recycled(monkeypatch):
     # Case G2, what torch >= 2.12 makes possible: the device left as before the failure.
     def fn(x):
@@ -157,8 +163,9 @@ def test_survivors_of_an_eviction_replay_correctly_after_empty_cache():
     # Case G1: evicting one GEMM graph must not free the cuBLAS workspace the others replay with.
     model = Gemm().eval()
     # dynamic=True: one FX graph, so one runner sees the five signatures.
-    compiled = torch.compile(model, backend="graphdispatch",
-                             options={"graph_only": True, "max_entries": 4}, dynamic=True)
+    compiled = torch.compile(
+        model, backend="graphdispatch", options={"graph_only": True, "max_entries": 4}, dynamic=True
+    )
     inputs = [torch.randn(b, 256, device="cuda") for b in (8, 16, 24, 32, 40)]
     with torch.no_grad():
         for x in inputs:
@@ -234,8 +241,12 @@ def test_warmup_of_a_new_entry_never_disturbs_a_replay_on_another_thread():
     import threading
 
     model = Gemm().eval()
-    compiled = torch.compile(model, backend="graphdispatch",
-                             options={"graph_only": True, "warmup_iters": 3}, dynamic=False)
+    compiled = torch.compile(
+        model,
+        backend="graphdispatch",
+        options={"graph_only": True, "warmup_iters": 3},
+        dynamic=False,
+    )
     with torch.no_grad():
         compiled(torch.randn(128, 256, device="cuda"))
     stop, results = threading.Event(), []
@@ -282,9 +293,17 @@ def test_empty_cache_is_held_off_in_every_spelling_during_capture():
 
     def fn(x):  # run by the runner itself (no Dynamo), so the checks run at capture time
         if torch.cuda.is_current_stream_capturing():
-            seen.append([f is capture_hold_off._no_empty_cache for f in (
-                torch.cuda.empty_cache, torch.cuda.memory.empty_cache,
-                torch.accelerator.empty_cache, torch.accelerator.memory.empty_cache)])
+            seen.append(
+                [
+                    f is capture_hold_off._no_empty_cache
+                    for f in (
+                        torch.cuda.empty_cache,
+                        torch.cuda.memory.empty_cache,
+                        torch.accelerator.empty_cache,
+                        torch.accelerator.memory.empty_cache,
+                    )
+                ]
+            )
         return (x * 2,)
 
     runner = _C.GraphRunner(fn, [False], graph_factory("cuda"))

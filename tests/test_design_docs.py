@@ -29,22 +29,40 @@ CASES = ROOT / "tests" / "cases" / "README.md"
 # Where references live; build outputs and virtual environments are not walked.
 SCANNED_DIRS = ("src", "csrc", "tests", "docs", "tools", "bench", "scripts")
 SCANNED_FILES = ("README.md", "CMakeLists.txt", "pyproject.toml")
-TEXT_SUFFIXES = {".py", ".pyi", ".h", ".hpp", ".cpp", ".cc", ".md", ".txt", ".sh", ".cmake",
-                 ".toml", ".json", ".yaml", ".yml", ".cfg", ".ini"}
+TEXT_SUFFIXES = {
+    ".py",
+    ".pyi",
+    ".h",
+    ".hpp",
+    ".cpp",
+    ".cc",
+    ".md",
+    ".txt",
+    ".sh",
+    ".cmake",
+    ".toml",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".cfg",
+    ".ini",
+}
 SKIPPED_PARTS = {"build", ".venv", "__pycache__", ".git", "node_modules", ".whl"}
 
 NUMBER = r"§?\d+(?:\.\d+)*"
 # "design 2.1", "design §3", "design 2.8, 2.9", "design 2.8 and 2.9", "docs/design.md 2.11".
 DESIGN_REF = re.compile(
     rf"(?<![\w/-])(?:docs/design\.md|design)(?:,?\s+section)?\s+({NUMBER}(?:\s*(?:,|and|/)\s*{NUMBER})*)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 HEADING = re.compile(r"^#{1,6}\s+(\d+(?:\.\d+)*)\s", re.MULTILINE)
 
 CASE_ID = r"[CGP]\d{1,2}"
 # "case C21", "cases C29, C33", "cases C21–C25", "case C27/C28", "cases G1–G8".
 CASE_REF = re.compile(
     rf"\bcases?\s+({CASE_ID}(?:\s*(?:,|/|and|or|to|–|-)\s*(?:{CASE_ID}|\d{{1,2}}\b))*)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 ID_OR_RANGE = re.compile(r"\b([CGP])(\d{1,2})(?:\s*[–-]\s*\1?(\d{1,2})\b)?")
 TABLE_ROW = re.compile(r"^\|\s*([CGP]\d{1,2})\s*\|(.*)\|\s*$", re.MULTILINE)
 
@@ -53,14 +71,20 @@ TABLE_ROW = re.compile(r"^\|\s*([CGP]\d{1,2})\s*\|(.*)\|\s*$", re.MULTILINE)
 # into a sibling "shared" folder: documents a newcomer cannot open.
 OUTSIDE_REF = re.compile(
     r"\bissue\s+\d+\b|\bseed\s+(?:\d{3}|[A-D]\d{1,2})\b|\bthe\s+seed(?:'s)?\b|\.\./shared\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
+
+
 def scanned_files() -> list[Path]:
     files = [ROOT / name for name in SCANNED_FILES if (ROOT / name).is_file()]
     for top in SCANNED_DIRS:
         for path in sorted((ROOT / top).rglob("*")):
             rel = path.relative_to(ROOT)
-            if (path.is_file() and path.suffix in TEXT_SUFFIXES
-                    and not SKIPPED_PARTS.intersection(rel.parts)):
+            if (
+                path.is_file()
+                and path.suffix in TEXT_SUFFIXES
+                and not SKIPPED_PARTS.intersection(rel.parts)
+            ):
                 files.append(path)
     return files
 
@@ -94,8 +118,18 @@ def table_rows() -> list[tuple[str, str]]:
 def test_design_has_its_sections():
     sections = design_sections()
     # The numbers the rest of the repository cites: keep them when the document changes.
-    expected = {"1", "2", "3", "4", "5", "6", "6.1", "6.2", *(f"2.{n}" for n in range(1, 12)),
-                *(f"2.4.{n}" for n in range(1, 7))}
+    expected = {
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+        "6.1",
+        "6.2",
+        *(f"2.{n}" for n in range(1, 12)),
+        *(f"2.4.{n}" for n in range(1, 7)),
+    }
     assert expected <= sections, f"docs/design.md misses sections {sorted(expected - sections)}"
 
 
@@ -108,8 +142,10 @@ def test_every_design_reference_names_a_section():
             for number in re.findall(r"\d+(?:\.\d+)*", match.group(1)):
                 found += 1
                 if number not in sections:
-                    missing.append(f"{path.relative_to(ROOT)}:{line_of(text, match.start())}: "
-                                   f"{match.group(0)!r} -> {number}")
+                    missing.append(
+                        f"{path.relative_to(ROOT)}:{line_of(text, match.start())}: "
+                        f"{match.group(0)!r} -> {number}"
+                    )
     assert found > 0, "no design reference found: the pattern no longer matches the repository"
     assert not missing, "references to sections docs/design.md lacks:\n" + "\n".join(missing)
 
@@ -119,10 +155,13 @@ def test_no_reference_to_documents_outside_the_repository():
     for path in scanned_files():
         rel = path.relative_to(ROOT).as_posix()
         text = read(path)
-        found += [f"{rel}:{line_of(text, m.start())}: {m.group(0)!r}"
-                  for m in OUTSIDE_REF.finditer(text)]
-    assert not found, ("references to documents outside the repository (say what the thing is, "
-                       "or cite docs/design.md):\n" + "\n".join(found))
+        found += [
+            f"{rel}:{line_of(text, m.start())}: {m.group(0)!r}" for m in OUTSIDE_REF.finditer(text)
+        ]
+    assert not found, (
+        "references to documents outside the repository (say what the thing is, "
+        "or cite docs/design.md):\n" + "\n".join(found)
+    )
 
 
 def test_torch_versions_stated_as_pyproject_pins_them():
@@ -138,7 +177,8 @@ def test_torch_versions_stated_as_pyproject_pins_them():
 def test_case_table_has_one_row_per_id_without_gaps():
     ids = [cid for cid, _ in table_rows()]
     assert len(ids) == len(set(ids)), "duplicate rows: " + ", ".join(
-        sorted({i for i in ids if ids.count(i) > 1}))
+        sorted({i for i in ids if ids.count(i) > 1})
+    )
     for letter in "CGP":
         numbers = sorted(int(i[1:]) for i in ids if i[0] == letter)
         assert numbers == list(range(1, len(numbers) + 1)), f"{letter} ids have gaps: {numbers}"
@@ -155,7 +195,9 @@ def test_every_cited_case_has_a_row():
         if path == CASES:  # the index: every id it mentions, anywhere
             cited = [(0, cid) for cid in sorted(ids_in(text))]
         else:
-            cited = [(m.start(), cid) for m in CASE_REF.finditer(text) for cid in ids_in(m.group(1))]
+            cited = [
+                (m.start(), cid) for m in CASE_REF.finditer(text) for cid in ids_in(m.group(1))
+            ]
         for offset, cid in cited:
             found += 1
             if cid not in table:
@@ -174,12 +216,14 @@ def test_listed_tests_exist(cid, cells):
         text = read(ROOT / path)
         if path.endswith(".py"):
             function = name.split("::")[-1]
-            assert re.search(rf"^\s*(?:async\s+)?def {function}\(", text, re.MULTILINE), \
+            assert re.search(rf"^\s*(?:async\s+)?def {function}\(", text, re.MULTILINE), (
                 f"{cid}: no test {function} in {path}"
+            )
         else:
             suite, _, test = name.partition(".")
-            assert re.search(rf"\bTEST(?:_F|_P)?\(\s*{suite},\s*{test}\s*\)", text), \
+            assert re.search(rf"\bTEST(?:_F|_P)?\(\s*{suite},\s*{test}\s*\)", text), (
                 f"{cid}: no test {suite}.{test} in {path}"
+            )
 
 
 def test_readme_layout_names_every_source_file():
@@ -188,9 +232,13 @@ def test_readme_layout_names_every_source_file():
     layout = read(ROOT / "README.md").split("\n## Layout", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"`([^`]+)`", layout))
     missing = []
-    for folder, pattern in (("csrc/runtime", "*.[hc]*"), ("csrc/bindings", "*.[hc]*"),
-                            ("src/graphdispatch", "**/*.py*"), ("bench", "*.*"),
-                            ("scripts", "*.sh")):
+    for folder, pattern in (
+        ("csrc/runtime", "*.[hc]*"),
+        ("csrc/bindings", "*.[hc]*"),
+        ("src/graphdispatch", "**/*.py*"),
+        ("bench", "*.*"),
+        ("scripts", "*.sh"),
+    ):
         for path in sorted((ROOT / folder).glob(pattern)):
             rel = path.relative_to(ROOT / folder)
             stem = rel.with_suffix("").as_posix()

@@ -52,8 +52,9 @@ class FakeGraphs:
 
     def create(self, device):
         assert device == "cpu"
-        return FrameworkGraph(FakeFrameworkGraph(self.log), {}, [self.module],
-                               lambda: self.log.append(("failed",)))
+        return FrameworkGraph(
+            FakeFrameworkGraph(self.log), {}, [self.module], lambda: self.log.append(("failed",))
+        )
 
     def is_capturing(self, device):
         return False
@@ -66,8 +67,12 @@ def test_runner_drives_framework_graph_protocol():
     runner(x)
     runner(x)
     assert [c[0] for c in graphs.log] == ["capture_begin", "capture_end", "replay", "replay"]
-    assert all(enabled is False for name, *rest in graphs.log if name.startswith("capture")
-               for enabled in rest)  # gc held off during the capture
+    assert all(
+        enabled is False
+        for name, *rest in graphs.log
+        if name.startswith("capture")
+        for enabled in rest
+    )  # gc held off during the capture
     assert gc.isenabled()
     runner(torch.randn(5))  # a new signature evicts the first entry: its graph is reset
     assert ("reset",) in graphs.log
@@ -78,8 +83,9 @@ def test_failed_capture_restores_gc_and_empty_cache():
     log = []
     module = types.SimpleNamespace(empty_cache=lambda: "real")
     failed = []
-    adapter = FrameworkGraph(FakeFrameworkGraph(log, fail_capture=True), {}, [module],
-                              lambda: failed.append(1))
+    adapter = FrameworkGraph(
+        FakeFrameworkGraph(log, fail_capture=True), {}, [module], lambda: failed.append(1)
+    )
     adapter.capture_begin()
     assert not gc.isenabled() and module.empty_cache() is None  # held off
     adapter.capture_abort()  # the graph's capture_end raises; the hold-off still ends
@@ -275,7 +281,9 @@ def test_invalidated_capture_ends_routing_and_retires_the_pool(fixed_torch, monk
     # With the fix the allocator routes nowhere; without it only private functions could end
     # the routing, which are not called: the failed pool is left, never captured into again.
     assert graphs.allocator.routing == ([] if fixed_torch else [(0, 1)])
-    assert graphs.allocator.use_count[(0, 1)] == 1  # the holder was reset: only the failed capture's use
+    assert (
+        graphs.allocator.use_count[(0, 1)] == 1
+    )  # the holder was reset: only the failed capture's use
     y = torch.randn(4)
     assert torch.equal(runner(y)[0], y * 2)
     assert entry_pools(graphs) == [(0, 1), (0, 2)]  # the next capture got a new, held pool
@@ -325,8 +333,9 @@ def test_npu_captures_in_thread_local_mode_into_a_held_pool(monkeypatch):
         _module = FrameworkGraphFactory._module
 
     graphs = FakeNpuGraphs(allocator, kind="npu")
-    npu = types.SimpleNamespace(NPUGraph=lambda: FakeCudaGraph(graphs),
-                                graph_pool_handle=allocator.graph_pool_handle)
+    npu = types.SimpleNamespace(
+        NPUGraph=lambda: FakeCudaGraph(graphs), graph_pool_handle=allocator.graph_pool_handle
+    )
     monkeypatch.setattr(torch, "npu", npu, raising=False)
     runner = _C.GraphRunner(lambda x: (x * 5,), [False], _C.PyGraphFactory(graphs))
     x = torch.randn(3)
@@ -335,8 +344,12 @@ def test_npu_captures_in_thread_local_mode_into_a_held_pool(monkeypatch):
 
 
 def test_hold_off_covers_every_public_empty_cache():
-    spellings = [(torch.cuda, "empty_cache"), (torch.cuda.memory, "empty_cache"),
-                 (torch.accelerator, "empty_cache"), (torch.accelerator.memory, "empty_cache")]
+    spellings = [
+        (torch.cuda, "empty_cache"),
+        (torch.cuda.memory, "empty_cache"),
+        (torch.accelerator, "empty_cache"),
+        (torch.accelerator.memory, "empty_cache"),
+    ]
     originals = [getattr(ns, name) for ns, name in spellings]
     HOLD_OFF.enter(FrameworkGraphFactory("cuda")._spellings())
     try:
@@ -354,14 +367,16 @@ def test_warmup_iters_zero_on_a_device_warns_once(caplog, monkeypatch):
         warn_without_warmup("cuda", 0)
         warn_without_warmup("cuda", 0)
     assert [r.getMessage().split(":")[1].strip() for r in caplog.records] == [
-        "warmup_iters=0 with cuda graphs"]
+        "warmup_iters=0 with cuda graphs"
+    ]
 
 
 def test_accelerator_graphs_pass_through_a_callers_capture(monkeypatch):
     # torch.accelerator has no capture query; the device type's module has (case G8).
     capturing = []
-    fake = types.SimpleNamespace(is_current_stream_capturing=lambda: bool(capturing),
-                                 current_device=lambda: 0)
+    fake = types.SimpleNamespace(
+        is_current_stream_capturing=lambda: bool(capturing), current_device=lambda: 0
+    )
     monkeypatch.setattr(torch, "xpu", fake)
     graphs = FrameworkGraphFactory("accelerator")
     assert graphs.is_capturing("xpu:0") is False

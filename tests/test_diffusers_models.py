@@ -12,43 +12,71 @@ diffusers = pytest.importorskip("diffusers")
 
 def tiny_unet():
     return diffusers.UNet2DConditionModel(
-        sample_size=8, in_channels=4, out_channels=4, layers_per_block=1,
-        block_out_channels=(32, 64), norm_num_groups=8, cross_attention_dim=32,
+        sample_size=8,
+        in_channels=4,
+        out_channels=4,
+        layers_per_block=1,
+        block_out_channels=(32, 64),
+        norm_num_groups=8,
+        cross_attention_dim=32,
         attention_head_dim=8,
         down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"))
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+    )
 
 
 def tiny_dit():
     return diffusers.DiTTransformer2DModel(
-        num_attention_heads=2, attention_head_dim=16, in_channels=4, out_channels=4,
-        num_layers=2, sample_size=8, patch_size=2, num_embeds_ada_norm=10, norm_num_groups=8)
+        num_attention_heads=2,
+        attention_head_dim=16,
+        in_channels=4,
+        out_channels=4,
+        num_layers=2,
+        sample_size=8,
+        patch_size=2,
+        num_embeds_ada_norm=10,
+        norm_num_groups=8,
+    )
 
 
 def unet_inputs(step):
     g = torch.Generator().manual_seed(step)
-    return (torch.randn(2, 4, 8, 8, generator=g), torch.tensor(10 * step + 1),
-            torch.randn(2, 7, 32, generator=g))
+    return (
+        torch.randn(2, 4, 8, 8, generator=g),
+        torch.tensor(10 * step + 1),
+        torch.randn(2, 7, 32, generator=g),
+    )
 
 
 def dit_inputs(step):
     g = torch.Generator().manual_seed(step)
-    return (torch.randn(2, 4, 8, 8, generator=g), torch.tensor([step, step + 1]),
-            torch.tensor([1, 3]))
+    return (
+        torch.randn(2, 4, 8, 8, generator=g),
+        torch.tensor([step, step + 1]),
+        torch.tensor([1, 3]),
+    )
 
 
 def run(model, inputs, call):
-    return model(*inputs, return_dict=False)[0] if call is None else call(*inputs, return_dict=False)[0]
+    return (
+        model(*inputs, return_dict=False)[0]
+        if call is None
+        else call(*inputs, return_dict=False)[0]
+    )
 
 
-@pytest.mark.parametrize("make, inputs", [(tiny_unet, unet_inputs), (tiny_dit, dit_inputs)],
-                         ids=["UNet2DConditionModel", "DiTTransformer2DModel"])
+@pytest.mark.parametrize(
+    "make, inputs",
+    [(tiny_unet, unet_inputs), (tiny_dit, dit_inputs)],
+    ids=["UNet2DConditionModel", "DiTTransformer2DModel"],
+)
 @pytest.mark.parametrize("graph", ["cpu", "emulated"])
 def test_graph_route_matches_eager(make, inputs, graph):
     torch.manual_seed(0)
     model = make().eval()
-    compiled = torch.compile(model, backend="graphdispatch",
-                             options={"graph_only": True, "device_graph": graph})
+    compiled = torch.compile(
+        model, backend="graphdispatch", options={"graph_only": True, "device_graph": graph}
+    )
     with torch.no_grad():
         for step in range(3):
             expected = run(model, inputs(step), None)

@@ -46,14 +46,19 @@ def test_names_the_graph_break_and_the_uncapturable_op():
         report = graphdispatch.explain(broken, x, w)
     data = report.to_dict()
     assert [b["reason"] for b in data["graph_breaks"]] == ["Call to `torch._dynamo.graph_break()`"]
-    assert data["graph_breaks"][0]["where"].endswith(f"{Path(__file__).name}:{broken.__code__.co_firstlineno + 2}")
+    assert data["graph_breaks"][0]["where"].endswith(
+        f"{Path(__file__).name}:{broken.__code__.co_firstlineno + 2}"
+    )
     first, second = data["graphs"]
     assert first["route"] == second["route"] == "graph_only"
     # Before the break: captured at compile time, replayed by the call.
-    assert first["fallbacks"] == [] and [(e["captured"], e["replays"])
-                                         for e in first["entries"]] == [(True, 1)]
-    assert [(i["kind"], i["copy_bytes"]) for i in first["inputs"]] == [("dynamic", 4 * 8 * 4),
-                                                                        ("dynamic", 8 * 8 * 4)]
+    assert first["fallbacks"] == [] and [
+        (e["captured"], e["replays"]) for e in first["entries"]
+    ] == [(True, 1)]
+    assert [(i["kind"], i["copy_bytes"]) for i in first["inputs"]] == [
+        ("dynamic", 4 * 8 * 4),
+        ("dynamic", 8 * 8 * 4),
+    ]
     # After it: the capture fails on host_sync, and the call ran without a graph.
     (fallback,) = second["fallbacks"]
     assert fallback["reason"] == "capture_failed" and fallback["scope"] == "signature"
@@ -74,15 +79,18 @@ def test_names_the_input_that_makes_calls_fall_back():
     weight = next(i for i in graph["inputs"] if i["shape"] == [4, 8])
     assert fallback["reason"] == "requires_grad" and fallback["position"] == weight["position"]
     assert weight["kind"] == "static" and weight["name"] == "weight"  # its module path (C48)
-    assert fallback["detail"] == f"input {weight['position']} (weight): [4, 8]/float32 strides (8, 1)"
+    assert (
+        fallback["detail"] == f"input {weight['position']} (weight): [4, 8]/float32 strides (8, 1)"
+    )
     assert f"fallback requires_grad (input {weight['position']})" in str(report)
     assert report.stats["fallbacks"] == {"requires_grad": 1}
 
 
 def test_a_graph_refused_as_a_whole_and_the_options_given():
     with torch._dynamo.config.patch(capture_scalar_outputs=True), torch.no_grad():
-        report = graphdispatch.explain(lambda x: x * x.sum().item(), torch.randn(5),
-                                       options={"lazy_capture": True})
+        report = graphdispatch.explain(
+            lambda x: x * x.sum().item(), torch.randn(5), options={"lazy_capture": True}
+        )
     (graph,) = report.graphs
     (fallback,) = graph["fallbacks"]
     assert fallback["reason"] == "data_dependent" and fallback["scope"] == "graph"
@@ -92,6 +100,7 @@ def test_a_graph_refused_as_a_whole_and_the_options_given():
 
 
 # ---- the demo's pipelines -------------------------------------------------------------------
+
 
 def denoiser_call(key: str):
     """(model, args, kwargs) of the denoiser's first call in one step of pipeline ``key``."""
@@ -141,7 +150,9 @@ def test_pipelines_replay_with_zero_fallbacks_and_the_doc_shows_real_output(key)
     if key != "sd3":
         return
     if os.environ.get("UPDATE_DIAGNOSING_DOC") == "1":
-        DOC.write_text(DOC_BLOCK.sub(lambda m: m.group(1) + text + "\n" + m.group(3), DOC.read_text()))
+        DOC.write_text(
+            DOC_BLOCK.sub(lambda m: m.group(1) + text + "\n" + m.group(3), DOC.read_text())
+        )
     match = DOC_BLOCK.search(DOC.read_text())
     assert match is not None, "docs/diagnosing.md lost its <!-- explain sd3 --> block"
     assert match.group(2) == text + "\n", "docs/diagnosing.md differs from explain's output"
@@ -158,8 +169,10 @@ def test_aliased_inputs_name_the_later_input():
     (graph,) = report.graphs
     (fallback,) = graph["fallbacks"]
     assert fallback["reason"] == "aliased_inputs" and fallback["position"] == 1
-    assert fallback["detail"] == ("input 1 (b): [6]/float32 strides (1) overlaps input 0 (a) in "
-                                  "memory, and the graph writes one of them")
+    assert fallback["detail"] == (
+        "input 1 (b): [6]/float32 strides (1) overlaps input 0 (a) in "
+        "memory, and the graph writes one of them"
+    )
     assert report.stats["fallbacks"] == {"aliased_inputs": 1}
 
 
@@ -205,8 +218,10 @@ def test_the_model_runs_as_often_as_the_docstring_says(device_graph, warmup_iter
     # Under torch._dynamo.explain, warmup_iters warmups, the recording run (both CPU graphs
     # run the work while recording) and the call's replay.
     RUNS[0] = 0
-    report = graphdispatch.explain(lambda x: counted(x) * 2, torch.randn(4),
-                                   options={"device_graph": device_graph,
-                                            "warmup_iters": warmup_iters})
+    report = graphdispatch.explain(
+        lambda x: counted(x) * 2,
+        torch.randn(4),
+        options={"device_graph": device_graph, "warmup_iters": warmup_iters},
+    )
     assert RUNS[0] == 3 + warmup_iters
     assert report.stats["captures"] == 1 and report.stats["replays"] == 1

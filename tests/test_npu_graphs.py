@@ -9,8 +9,10 @@ import torch
 import graphdispatch
 
 npu = getattr(torch, "npu", None)
-pytestmark = [pytest.mark.device,
-              pytest.mark.skipif(npu is None or not npu.is_available(), reason="needs an NPU")]
+pytestmark = [
+    pytest.mark.device,
+    pytest.mark.skipif(npu is None or not npu.is_available(), reason="needs an NPU"),
+]
 
 
 def test_capture_is_not_invalidated_by_another_threads_allocations():
@@ -24,8 +26,9 @@ def test_capture_is_not_invalidated_by_another_threads_allocations():
     thread = threading.Thread(target=allocate)
     thread.start()
     try:
-        compiled = torch.compile(lambda x: torch.relu(x) * 2, backend="graphdispatch",
-                                 options={"graph_only": True})
+        compiled = torch.compile(
+            lambda x: torch.relu(x) * 2, backend="graphdispatch", options={"graph_only": True}
+        )
         for n in (8, 16, 24):
             x = torch.randn(n, device="npu")
             torch.testing.assert_close(compiled(x), torch.relu(x) * 2)

@@ -19,8 +19,12 @@ from graphdispatch.framework_graphs import FrameworkGraph
 # Verification, budgets and warm-up on the emulated and the CPU graph.
 pytestmark = pytest.mark.usefixtures("graph_kind")
 
-RANGES = ("graphdispatch::capture", "graphdispatch::replay", "graphdispatch::copy_inputs",
-          "graphdispatch::fallback")
+RANGES = (
+    "graphdispatch::capture",
+    "graphdispatch::replay",
+    "graphdispatch::copy_inputs",
+    "graphdispatch::fallback",
+)
 
 
 def mul_add(a, b):
@@ -33,16 +37,24 @@ def range_counts(prof) -> Counter:
 
 # ---- profiler ranges ------------------------------------------------------------------------
 
+
 def test_each_step_kind_is_a_named_profiler_range():
     r = runner(mul_add, [False, False], verify_replays=1)
     a, b = torch.randn(4), torch.randn(4)
-    with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    with (
+        torch.no_grad(),
+        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof,
+    ):
         r(a, b)  # capture, then a verified replay that copies both inputs in
         r(*r.input_buffers(a, b))  # the entry's own buffers: a replay without copies
         r(a, a)  # aliased inputs: the fallback path
-    assert range_counts(prof) == {"graphdispatch::capture": 1, "graphdispatch::verify": 1,
-                                  "graphdispatch::replay": 2, "graphdispatch::copy_inputs": 1,
-                                  "graphdispatch::fallback": 1}
+    assert range_counts(prof) == {
+        "graphdispatch::capture": 1,
+        "graphdispatch::verify": 1,
+        "graphdispatch::replay": 2,
+        "graphdispatch::copy_inputs": 1,
+        "graphdispatch::fallback": 1,
+    }
 
 
 def test_a_graph_refused_as_a_whole_falls_back_inside_a_range():
@@ -58,6 +70,7 @@ def test_a_graph_refused_as_a_whole_falls_back_inside_a_range():
 
 # ---- replay verification --------------------------------------------------------------------
 
+
 class StaleGraphs:
     """A framework-graph factory whose graphs replay nothing: the static outputs keep what the
     capture computed, as a graph that lost its kernels' inputs would."""
@@ -66,10 +79,17 @@ class StaleGraphs:
 
     def create(self, device):
         class Stale:
-            def capture_begin(self): pass
-            def capture_end(self): pass
-            def replay(self): pass
-            def reset(self): pass
+            def capture_begin(self):
+                pass
+
+            def capture_end(self):
+                pass
+
+            def replay(self):
+                pass
+
+            def reset(self):
+                pass
 
         return FrameworkGraph(Stale(), {}, [], lambda: None)
 
@@ -78,8 +98,13 @@ class StaleGraphs:
 
 
 def stale_runner(fn, n, **kwargs):
-    return _C.GraphRunner(fn, [False] * n, _C.PyGraphFactory(StaleGraphs()), log=logging.getLogger(
-        "graphdispatch").warning, **kwargs)
+    return _C.GraphRunner(
+        fn,
+        [False] * n,
+        _C.PyGraphFactory(StaleGraphs()),
+        log=logging.getLogger("graphdispatch").warning,
+        **kwargs,
+    )
 
 
 def test_verification_catches_a_stale_replay(caplog):
@@ -156,15 +181,21 @@ def _(x):
     return torch.empty_like(x)
 
 
-@pytest.mark.parametrize("route, fallbacks", [("graph_only", {"verify_mismatch": 3}),
-                                              ("graph_with_compile", {})])
-def test_graph_only_compares_exactly_and_graph_with_compile_within_tolerances(monkeypatch, route, fallbacks):
+@pytest.mark.parametrize(
+    "route, fallbacks", [("graph_only", {"verify_mismatch": 3}), ("graph_with_compile", {})]
+)
+def test_graph_only_compares_exactly_and_graph_with_compile_within_tolerances(
+    monkeypatch, route, fallbacks
+):
     from graphdispatch import backend
 
     # Inductor replaced by the FX graph itself: the tolerances are checked here, not Inductor.
     monkeypatch.setattr(backend, "_inductor", lambda gm, example_inputs, cudagraphs: gm.forward)
-    G = torch.compile(lambda x: jitter(x * 2), backend="graphdispatch",
-                      options={route: True, "device_graph": "emulated", "verify_replays": 2})
+    G = torch.compile(
+        lambda x: jitter(x * 2),
+        backend="graphdispatch",
+        options={route: True, "device_graph": "emulated", "verify_replays": 2},
+    )
     with torch.no_grad():
         for _ in range(3):
             x = torch.ones(4)
@@ -174,7 +205,9 @@ def test_graph_only_compares_exactly_and_graph_with_compile_within_tolerances(mo
 
 
 def test_verify_options_are_checked():
-    with pytest.raises(ValueError, match="'verify_replays': expected an int in \\[0, 2\\*\\*63 - 1\\]"):
+    with pytest.raises(
+        ValueError, match="'verify_replays': expected an int in \\[0, 2\\*\\*63 - 1\\]"
+    ):
         graphdispatch.check_options(verify_replays=-1)
     with pytest.raises(ValueError, match="'verify_rtol': expected a finite float >= 0, got nan"):
         graphdispatch.check_options(verify_rtol=float("nan"))
@@ -193,6 +226,7 @@ def test_verify_options_are_checked():
 
 # ---- memory budget --------------------------------------------------------------------------
 
+
 class PoolGraphs(StaleGraphs):
     """Graphs whose capture grows the device's reserved memory by ``pool_bytes``, read by the
     adapter around the capture as it reads torch.cuda.memory_reserved."""
@@ -207,10 +241,17 @@ class PoolGraphs(StaleGraphs):
         graphs = self
 
         class Recording:
-            def capture_begin(self): pass
-            def capture_end(self): graphs.reserved += graphs.pool_bytes
-            def replay(self): pass
-            def reset(self): pass
+            def capture_begin(self):
+                pass
+
+            def capture_end(self):
+                graphs.reserved += graphs.pool_bytes
+
+            def replay(self):
+                pass
+
+            def reset(self):
+                pass
 
         return FrameworkGraph(Recording(), {}, [], lambda: None, reserved=lambda: self.reserved)
 
@@ -232,8 +273,13 @@ def test_budget_evicts_by_bytes_including_pool_memory(eviction, survivor):
     def per_entry(n):  # two buffers of n float32 plus 100 pool bytes
         return 2 * n * 4 + 100
 
-    r = _C.GraphRunner(mul_add, [False, False], _C.PyGraphFactory(PoolGraphs(100)),
-                       max_entry_bytes=per_entry(3) + per_entry(4), eviction=eviction)
+    r = _C.GraphRunner(
+        mul_add,
+        [False, False],
+        _C.PyGraphFactory(PoolGraphs(100)),
+        max_entry_bytes=per_entry(3) + per_entry(4),
+        eviction=eviction,
+    )
     for n in (2, 4):
         r.capture(torch.randn(n), torch.randn(n))
     assert r.entry_bytes == per_entry(2) + per_entry(4)
@@ -248,10 +294,16 @@ def test_budget_evicts_by_bytes_including_pool_memory(eviction, survivor):
 def test_budget_through_torch_compile_matches_eager(graph_kind):
     # An entry holds its input buffer and, on the emulated graph, its output; the CPU graph's
     # arena holds `sin` and the output, alive together, in 64-byte blocks, and the constant 1.
-    per_entry = (lambda n: 2 * n * 4) if graph_kind == "emulated" else (lambda n: n * 4 + 2 * 64 + 8)
+    per_entry = (
+        (lambda n: 2 * n * 4) if graph_kind == "emulated" else (lambda n: n * 4 + 2 * 64 + 8)
+    )
     # dynamic=True: one graph, so one runner (and one budget) sees every size.
-    G = torch.compile(lambda x: x.sin() + 1, backend="graphdispatch", dynamic=True,
-                      options={**GRAPH_ONLY, "max_entry_bytes": per_entry(16) + per_entry(15)})
+    G = torch.compile(
+        lambda x: x.sin() + 1,
+        backend="graphdispatch",
+        dynamic=True,
+        options={**GRAPH_ONLY, "max_entry_bytes": per_entry(16) + per_entry(15)},
+    )
     for n in (16, 16, 15, 14, 16):
         x = torch.randn(n)
         torch.testing.assert_close(G(x), x.sin() + 1, rtol=0, atol=0)
@@ -261,6 +313,7 @@ def test_budget_through_torch_compile_matches_eager(graph_kind):
 
 
 # ---- warm-up --------------------------------------------------------------------------------
+
 
 class Tty(io.StringIO):
     def isatty(self):
@@ -273,7 +326,9 @@ def test_warmup_captures_every_input_set_and_returns_the_delta(monkeypatch):
     G = torch.compile(model, backend="graphdispatch", options=GRAPH_ONLY, dynamic=False)
     sets = [(torch.randn(n, 4),) for n in (1, 2, 4)] + [{"input": torch.randn(8, 4)}]
     delta = graphdispatch.warmup(G, sets)
-    assert delta["captures"] == 4 and delta["fallbacks"] == {} and delta["routes"] == {"graph_only": 4}
+    assert (
+        delta["captures"] == 4 and delta["fallbacks"] == {} and delta["routes"] == {"graph_only": 4}
+    )
     assert "graphdispatch warm-up" not in __import__("sys").stderr.getvalue()  # no bar
     # Serving afterwards: replays only, eager's values.
     before = graphdispatch.stats()

@@ -78,8 +78,9 @@ def test_invalid_values_refused_by_both_layers(option):
         with pytest.raises(python.type) as runtime:
             make_runner(**{option.name: value})
         for error in (python, runtime):
-            assert str(error.value).startswith(f"graphdispatch option '{option.name}': expected "), (
-                value, str(error.value))
+            assert str(error.value).startswith(
+                f"graphdispatch option '{option.name}': expected "
+            ), (value, str(error.value))
 
 
 @pytest.mark.parametrize("option", PYTHON_ONLY, ids=lambda o: o.name)
@@ -90,8 +91,11 @@ def test_python_only_options_are_unknown_to_the_runtime(option):
 
 def usage_rows() -> list[list[str]]:
     """The cells of every table row of docs/usage.md that starts with a code span."""
-    return [[cell.strip() for cell in line.strip("| ").split(" | ")]
-            for line in USAGE.read_text(encoding="utf-8").splitlines() if line.startswith("| `")]
+    return [
+        [cell.strip() for cell in line.strip("| ").split(" | ")]
+        for line in USAGE.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `")
+    ]
 
 
 def test_usage_tables_list_every_option_default_alias_and_variable():

@@ -16,8 +16,10 @@ from graphdispatch.tiny_pipelines import PIPELINES, build  # noqa: E402
 CPU = torch.device("cpu")
 GRAPH_ROUTES = [
     pytest.param(demo.Route("graph_only", "cpu", {"graph_only": True}), id="cpu"),
-    pytest.param(demo.Route("graph_only", "emulated", {"graph_only": True, "device_graph": "emulated"}),
-                 id="emulated"),
+    pytest.param(
+        demo.Route("graph_only", "emulated", {"graph_only": True, "device_graph": "emulated"}),
+        id="emulated",
+    ),
 ]
 STEPS = 3
 
@@ -53,8 +55,9 @@ def test_pipeline_under_inference_mode_and_unsafe_outputs(route):
     tiny = build("sd3", CPU, STEPS)
     with torch.inference_mode():
         expected = tiny.pipe(**tiny.call_kwargs()).images
-    tiny.model = torch.compile(tiny.model, backend="graphdispatch", options={
-        **route.options, "safe_output_mode": False})
+    tiny.model = torch.compile(
+        tiny.model, backend="graphdispatch", options={**route.options, "safe_output_mode": False}
+    )
     with torch.inference_mode():
         for _ in range(2):
             images = tiny.pipe(**tiny.call_kwargs()).images
@@ -92,8 +95,9 @@ def test_first_block_cache_steps_equal_eager(safe, route):
 
     expected, expected_images = per_step_latents(cached())
     tiny = cached()
-    tiny.model = torch.compile(tiny.model, backend="graphdispatch", options={
-        **route.options, "safe_output_mode": safe})
+    tiny.model = torch.compile(
+        tiny.model, backend="graphdispatch", options={**route.options, "safe_output_mode": safe}
+    )
     got, images = per_step_latents(tiny)
     for step, (a, b) in enumerate(zip(got, expected)):
         assert torch.equal(a, b), f"step {step}: max |difference| {(a - b).abs().max()}"
@@ -115,14 +119,18 @@ def test_controlnet_pipeline_with_the_conditioning_scale_changed_between_runs(ro
     tiny = build("sd", CPU, STEPS)
     torch.manual_seed(1)
     # One downsampling step in the conditioning embedding: 16x16 images, 8x8 latents.
-    controlnet = ControlNetModel.from_unet(tiny.pipe.unet, conditioning_embedding_out_channels=(16, 32))
+    controlnet = ControlNetModel.from_unet(
+        tiny.pipe.unet, conditioning_embedding_out_channels=(16, 32)
+    )
     pipe = StableDiffusionControlNetPipeline(**tiny.pipe.components, controlnet=controlnet.eval())
     pipe.set_progress_bar_config(disable=True)
     image = torch.rand(1, 3, 16, 16)
 
     def run(scale):
         with torch.no_grad():
-            return pipe(**tiny.call_kwargs(), image=image, controlnet_conditioning_scale=scale).images
+            return pipe(
+                **tiny.call_kwargs(), image=image, controlnet_conditioning_scale=scale
+            ).images
 
     expected = {scale: run(scale) for scale in (1.0, 0.5)}
     pipe.unet = torch.compile(pipe.unet, backend="graphdispatch", options=route.options)

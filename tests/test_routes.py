@@ -35,7 +35,8 @@ def resolved(**options):
 def test_route_matrix(with_compile, only, device_graph, expected):
     route, kind, reason = choose_route(
         resolved(graph_with_compile=with_compile, graph_only=only, device_graph=device_graph),
-        CPU_INPUTS)
+        CPU_INPUTS,
+    )
     assert route == expected
     assert (kind is not None) == (route != "default")
     assert reason  # never a silent choice
@@ -50,8 +51,11 @@ def test_auto_picks_the_cpu_graph_never_emulated():
 
 
 def test_route_is_logged_and_counted(caplog):
-    fn = torch.compile(lambda x: x.sin() + 1, backend="graphdispatch",
-                       options={"graph_only": True, "device_graph": "emulated"})
+    fn = torch.compile(
+        lambda x: x.sin() + 1,
+        backend="graphdispatch",
+        options={"graph_only": True, "device_graph": "emulated"},
+    )
     with caplog.at_level(logging.INFO, logger="graphdispatch"):
         x = torch.randn(4)
         assert torch.equal(fn(x), x.sin() + 1)
@@ -60,8 +64,11 @@ def test_route_is_logged_and_counted(caplog):
 
 
 def test_fallback_route_reason_is_logged(caplog):
-    fn = torch.compile(lambda x: x * 2, backend="graphdispatch",
-                       options={"graph_only": True, "device_graph": "cuda"})
+    fn = torch.compile(
+        lambda x: x * 2,
+        backend="graphdispatch",
+        options={"graph_only": True, "device_graph": "cuda"},
+    )
     with caplog.at_level(logging.INFO, logger="graphdispatch"):
         x = torch.randn(4)
         assert torch.equal(fn(x), x * 2)
@@ -71,10 +78,14 @@ def test_fallback_route_reason_is_logged(caplog):
 
 def test_backend_instance_and_entry_point_agree():
     x = torch.randn(3, 3)
-    by_name = torch.compile(lambda t: t @ t, backend="graphdispatch",
-                            options={"graph-only": True, "device-graph": "emulated"})
-    by_instance = torch.compile(lambda t: t @ t,
-                                backend=graphdispatch.Backend(graph_only=True, device_graph="emulated"))
+    by_name = torch.compile(
+        lambda t: t @ t,
+        backend="graphdispatch",
+        options={"graph-only": True, "device-graph": "emulated"},
+    )
+    by_instance = torch.compile(
+        lambda t: t @ t, backend=graphdispatch.Backend(graph_only=True, device_graph="emulated")
+    )
     assert torch.allclose(by_name(x), x @ x)
     assert torch.allclose(by_instance(x), x @ x)
     assert graphdispatch.stats()["routes"] == {"graph_only": 2}
@@ -82,7 +93,9 @@ def test_backend_instance_and_entry_point_agree():
 
 
 def test_invalid_option_raises_naming_key_and_valid_keys():
-    with pytest.raises(ValueError, match=r"unknown option 'max_entires'.*valid options: .*max_entries"):
+    with pytest.raises(
+        ValueError, match=r"unknown option 'max_entires'.*valid options: .*max_entries"
+    ):
         graphdispatch.Backend(max_entires=3)
     with pytest.raises(TypeError, match=r"'max_entries': expected int, got bool"):
         graphdispatch.Backend(max_entries=True)
@@ -95,5 +108,6 @@ def test_invalid_option_raises_naming_key_and_valid_keys():
 
 
 def test_seed_aliases():
-    assert graphdispatch.Backend(options={"aclgraph_only": True, "aclgraph_max_entries": 2}).options == {
-        "graph_only": True, "max_entries": 2}
+    assert graphdispatch.Backend(
+        options={"aclgraph_only": True, "aclgraph_max_entries": 2}
+    ).options == {"graph_only": True, "max_entries": 2}

@@ -18,10 +18,16 @@ pytestmark = pytest.mark.usefixtures("graph_kind")
 
 # ---- cache key -------------------------------------------------------------------------------
 
+
 def test_strides_key_separate_entries_alignment_does_not():
     r = runner(lambda x: (x * 2 + 1,), [False])
     big = torch.randn(64, 64)
-    layouts = [torch.randn(64, 32), torch.randn(32, 64).t(), big[::2, :32], big.flatten()[1:2049].view(64, 32)]
+    layouts = [
+        torch.randn(64, 32),
+        torch.randn(32, 64).t(),
+        big[::2, :32],
+        big.flatten()[1:2049].view(64, 32),
+    ]
     for x in layouts * 2:
         (y,) = r(x)
         assert torch.equal(y, x * 2 + 1)
@@ -72,6 +78,7 @@ def test_autocast_keys_separate_entries():
 
 # ---- eviction --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("eviction, survivor", [("fifo", 2), ("lru", 1)])
 def test_eviction_policies(eviction, survivor):
     r = runner(lambda x: (x.relu(),), [False], max_entries=2, eviction=eviction)
@@ -90,7 +97,12 @@ def test_eviction_policies(eviction, survivor):
 
 def test_eviction_logs_once(caplog):
     with caplog.at_level(logging.WARNING, logger="graphdispatch"):
-        r = runner(lambda x: (x + 1,), [False], max_entries=2, log=logging.getLogger("graphdispatch").warning)
+        r = runner(
+            lambda x: (x + 1,),
+            [False],
+            max_entries=2,
+            log=logging.getLogger("graphdispatch").warning,
+        )
         for n in range(1, 8):
             r(torch.randn(n))
     assert r.num_entries == 2
@@ -98,6 +110,7 @@ def test_eviction_logs_once(caplog):
 
 
 # ---- copies, outputs, mismatch ---------------------------------------------------------------
+
 
 def test_copy_skipped_when_caller_passes_static_buffer():
     r = runner(lambda a, b: (a * b,), [False, False])
@@ -124,7 +137,10 @@ def test_caller_memory_is_never_a_static_buffer():
 
 
 def test_mismatch_message_shape():
-    with pytest.raises(RuntimeError, match=r"^input mismatch at position 2: captured \[2, 3\]/float32, got \[4\]/bfloat16$"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^input mismatch at position 2: captured \[2, 3\]/float32, got \[4\]/bfloat16$",
+    ):
         _C.check_input_match(torch.zeros(2, 3), torch.zeros(4, dtype=torch.bfloat16), 2)
 
 
@@ -183,11 +199,14 @@ def test_capture_failure_falls_back_with_reason():
 
 def test_user_error_reaches_user():
     r = runner(lambda x: (x @ x,), [False])
-    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied|size mismatch|must match"):
+    with pytest.raises(
+        RuntimeError, match="mat1 and mat2 shapes cannot be multiplied|size mismatch|must match"
+    ):
         r(torch.randn(2, 3))
 
 
 # ---- regressions found by review -------------------------------------------------------------
+
 
 def test_clear_while_another_thread_reads_does_not_deadlock(graph_kind):
     # Destroying entries needs the GIL (their buffers have Python objects); clear() used to do
@@ -217,7 +236,9 @@ def test_clear_while_another_thread_reads_does_not_deadlock(graph_kind):
         print("done", r.num_entries)
     """)
     script = script.replace("GRAPH", repr(graph_kind))
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["done", "0"]
 

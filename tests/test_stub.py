@@ -39,8 +39,9 @@ def public(names) -> set[str]:
 def test_module_level_names_match():
     built = public(dir(_C))
     declared = set(stub_functions()) | set(stub_classes())
-    assert declared == built, (f"only in the stub: {sorted(declared - built)}; "
-                               f"only in _C: {sorted(built - declared)}")
+    assert declared == built, (
+        f"only in the stub: {sorted(declared - built)}; only in _C: {sorted(built - declared)}"
+    )
 
 
 def own_members(cls: type) -> set[str]:
@@ -53,17 +54,24 @@ def own_members(cls: type) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("name", sorted(n for n in public(dir(_C))
-                                        if isinstance(getattr(_C, n), type)
-                                        and n != "FallbackReason"))
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        n for n in public(dir(_C)) if isinstance(getattr(_C, n), type) and n != "FallbackReason"
+    ),
+)
 def test_class_members_match(name):
     declared = {n.name for n in stub_classes()[name].body if isinstance(n, ast.FunctionDef)}
     assert declared == own_members(getattr(_C, name))
 
 
 def test_fallback_reasons_match():
-    declared = [t.id for n in stub_classes()["FallbackReason"].body if isinstance(n, ast.Assign)
-                for t in n.targets]
+    declared = [
+        t.id
+        for n in stub_classes()["FallbackReason"].body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+    ]
     assert declared == list(_C.FallbackReason.__members__) == list(_C.fallback_reasons())
 
 
@@ -71,12 +79,12 @@ def pybind_parameters(fn) -> list[str]:
     # pybind11 puts "name(arg: type, ..., *args, **kwargs) -> ret" first in the docstring; a
     # variadic keeps only its stars, since pybind11 names every one args or kwargs.
     first = fn.__doc__.splitlines()[0]
-    inner = first[first.index("(") + 1:first.rindex(")")]
+    inner = first[first.index("(") + 1 : first.rindex(")")]
     names = []
     for part in re.split(r",\s*(?![^\[]*\])", inner):
         name = re.split(r"[:=]", part)[0].strip()
         if name.startswith("*"):
-            name = name[:len(name) - len(name.lstrip("*"))]
+            name = name[: len(name) - len(name.lstrip("*"))]
         if name and name != "self":
             names.append(name)
     return names
@@ -92,10 +100,14 @@ def declared_and_built_callables():
                 yield f"{cls_name}.{node.name}", node, built
 
 
-@pytest.mark.parametrize("name, node, built", list(declared_and_built_callables()),
-                         ids=lambda value: value if isinstance(value, str) else "")
+@pytest.mark.parametrize(
+    "name, node, built",
+    list(declared_and_built_callables()),
+    ids=lambda value: value if isinstance(value, str) else "",
+)
 def test_parameters_match(name, node, built):
     declared = [a.arg for a in node.args.args + node.args.kwonlyargs if a.arg != "self"]
-    declared += [stars for stars, extra in (("*", node.args.vararg), ("**", node.args.kwarg))
-                 if extra]
+    declared += [
+        stars for stars, extra in (("*", node.args.vararg), ("**", node.args.kwarg)) if extra
+    ]
     assert declared == pybind_parameters(built), name

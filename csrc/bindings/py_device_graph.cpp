@@ -89,21 +89,20 @@ void init_device_graphs(py::module_& m) {
   py::class_<CpuGraphFactory, DeviceGraphFactory, std::shared_ptr<CpuGraphFactory>>(
       m, "CpuGraphFactory")
       .def(py::init<>());
-  py::class_<PyGraphFactory, DeviceGraphFactory, std::shared_ptr<PyGraphFactory>>(
-      m, "PyGraphFactory")
+  py::class_<PyGraphFactory, DeviceGraphFactory, std::shared_ptr<PyGraphFactory>>(m,
+                                                                                  "PyGraphFactory")
       .def(py::init<py::object>(), py::arg("adapters"));
   m.def(
       "set_stream_maker",
       [](const std::string& device_type, py::object maker) {
         auto held = std::make_shared<GilHeld>(std::move(maker));
-        CopyPipeline::set_stream_maker(
-            c10::Device(device_type).type(),
-            [held](c10::Device device) -> std::optional<c10::StreamId> {
-              py::gil_scoped_acquire gil;
-              py::object id = held->get()(device_string(device));
-              if (id.is_none()) return std::nullopt;
-              return id.cast<c10::StreamId>();
-            });
+        CopyPipeline::set_stream_maker(c10::Device(device_type).type(),
+                                       [held](c10::Device device) -> std::optional<c10::StreamId> {
+                                         py::gil_scoped_acquire gil;
+                                         py::object id = held->get()(device_string(device));
+                                         if (id.is_none()) return std::nullopt;
+                                         return id.cast<c10::StreamId>();
+                                       });
       },
       py::arg("device_type"), py::arg("maker"),
       "Pipelines of device_type made from now on get their streams from maker(device: str), "

@@ -18,7 +18,8 @@ c10::IValue to_ivalue(py::handle value, std::size_t position) {
     const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
     if (overflow != 0) {
       throw py::value_error("graphdispatch: input at position " + std::to_string(position) +
-                            ": expected an int within int64, got " + py::str(value).cast<std::string>());
+                            ": expected an int within int64, got " +
+                            py::str(value).cast<std::string>());
     }
     return c10::IValue(static_cast<int64_t>(v));
   }
@@ -31,12 +32,14 @@ c10::IValue to_ivalue(py::handle value, std::size_t position) {
 }
 
 py::object to_python(const c10::IValue& value) {
-  if (value.isTensor()) return py::reinterpret_steal<py::object>(THPVariable_Wrap(value.toTensor()));
+  if (value.isTensor())
+    return py::reinterpret_steal<py::object>(THPVariable_Wrap(value.toTensor()));
   if (value.isNone()) return py::none();
   if (value.isBool()) return py::bool_(value.toBool());
   if (value.isInt()) return py::int_(value.toInt());
   if (value.isDouble()) return py::float_(value.toDouble());
-  if (value.isGenerator()) return py::reinterpret_steal<py::object>(THPGenerator_Wrap(value.toGenerator()));
+  if (value.isGenerator())
+    return py::reinterpret_steal<py::object>(THPGenerator_Wrap(value.toGenerator()));
   TORCH_INTERNAL_ASSERT(false, "graphdispatch: cannot convert ", value.tagKind(), " to Python");
 }
 

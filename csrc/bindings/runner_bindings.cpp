@@ -71,8 +71,7 @@ py::object to_python_value(const OptionValue& value) {
 // runtime's option table; the other arguments are what the Python layer worked out about the
 // graph, and where the runner reports.
 std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_static,
-                                         std::shared_ptr<DeviceGraphFactory> graphs,
-                                         py::object log,
+                                         std::shared_ptr<DeviceGraphFactory> graphs, py::object log,
                                          std::optional<std::vector<std::size_t>> written_inputs,
                                          bool random, py::object watch,
                                          std::vector<std::string> input_names,
@@ -131,45 +130,49 @@ void init_runner(py::module_& m) {
              py::gil_scoped_release release;
              self.capture(inputs);
            })
-      .def("input_buffers",
-           [](const GraphRunner& self, const py::args& args) -> py::object {
-             auto entry = entry_for(self, args);
-             if (!entry || entry->is_negative()) return py::none();
-             return to_tuple(entry->arguments(to_ivalues(args)));
-           },
-           "The inputs the entry for these arguments reads (its buffers for dynamic inputs), "
-           "or None; passing them back skips the input copies.")
-      .def("entry_reason",
-           [](const GraphRunner& self, const py::args& args) -> py::object {
-             auto entry = entry_for(self, args);
-             if (!entry || !entry->is_negative()) return py::none();
-             return py::make_tuple(std::string(name(*entry->reason())), entry->detail());
-           },
-           "(reason, detail) of the negative entry for these arguments, or None.")
-      .def("entries",
-           [](const GraphRunner& self) {
-             std::vector<std::shared_ptr<Entry>> entries;
-             {
-               py::gil_scoped_release release;  // see entry_for
-               entries = self.entries();
-             }
-             py::list out;
-             for (const auto& e : entries) {
-               py::dict d;
-               d["signature"] = e->signature();
-               d["captured"] = !e->is_negative();
-               d["reason"] = e->reason() ? std::string(name(*e->reason())) : std::string();
-               d["detail"] = e->detail();
-               d["bytes"] = e->bytes();
-               d["replays"] = e->replays();
-               d["graph"] = e->graph_description();
-               out.append(std::move(d));
-             }
-             return out;
-           },
-           "Every live entry, oldest first: {signature (in words), captured (False for a "
-           "negative entry), reason and detail (why not, else ''), bytes (buffers plus graph "
-           "pool or static outputs), replays, graph (what the device graph holds, in words, or '')}.")
+      .def(
+          "input_buffers",
+          [](const GraphRunner& self, const py::args& args) -> py::object {
+            auto entry = entry_for(self, args);
+            if (!entry || entry->is_negative()) return py::none();
+            return to_tuple(entry->arguments(to_ivalues(args)));
+          },
+          "The inputs the entry for these arguments reads (its buffers for dynamic inputs), "
+          "or None; passing them back skips the input copies.")
+      .def(
+          "entry_reason",
+          [](const GraphRunner& self, const py::args& args) -> py::object {
+            auto entry = entry_for(self, args);
+            if (!entry || !entry->is_negative()) return py::none();
+            return py::make_tuple(std::string(name(*entry->reason())), entry->detail());
+          },
+          "(reason, detail) of the negative entry for these arguments, or None.")
+      .def(
+          "entries",
+          [](const GraphRunner& self) {
+            std::vector<std::shared_ptr<Entry>> entries;
+            {
+              py::gil_scoped_release release;  // see entry_for
+              entries = self.entries();
+            }
+            py::list out;
+            for (const auto& e : entries) {
+              py::dict d;
+              d["signature"] = e->signature();
+              d["captured"] = !e->is_negative();
+              d["reason"] = e->reason() ? std::string(name(*e->reason())) : std::string();
+              d["detail"] = e->detail();
+              d["bytes"] = e->bytes();
+              d["replays"] = e->replays();
+              d["graph"] = e->graph_description();
+              out.append(std::move(d));
+            }
+            return out;
+          },
+          "Every live entry, oldest first: {signature (in words), captured (False for a "
+          "negative entry), reason and detail (why not, else ''), bytes (buffers plus graph "
+          "pool or static outputs), replays, graph (what the device graph holds, in words, or "
+          "'')}.")
       .def_property_readonly("entry_bytes",
                              [](const GraphRunner& self) {
                                py::gil_scoped_release release;  // see entry_for
@@ -191,15 +194,16 @@ void init_runner(py::module_& m) {
            "callback's job.")
       .def("reset_after_fork", &GraphRunner::reset_after_fork);
 
-  m.def("runner_option_defaults",
-        [] {
-          py::dict out;
-          for (const auto& [name, value] : runner_option_values(RunnerOptions{})) {
-            out[py::str(name)] = to_python_value(value);
-          }
-          return out;
-        },
-        "{name: default} of every option GraphRunner takes by name, in the runtime's order.");
+  m.def(
+      "runner_option_defaults",
+      [] {
+        py::dict out;
+        for (const auto& [name, value] : runner_option_values(RunnerOptions{})) {
+          out[py::str(name)] = to_python_value(value);
+        }
+        return out;
+      },
+      "{name: default} of every option GraphRunner takes by name, in the runtime's order.");
   m.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
         py::arg("position"));
 }
@@ -231,31 +235,35 @@ void init_stats(py::module_& m) {
   for (const auto& r : fallback_reasons()) {
     reason_enum.value(std::string(r.name).c_str(), r.reason);
   }
-  m.def("fallback_reasons",
-        [] {
-          py::dict d;  // insertion order: the order docs/diagnosing.md lists them
-          for (const auto& r : fallback_reasons()) {
-            d[py::str(std::string(r.name))] = std::string(r.advice);
-          }
-          return d;
-        },
-        "{reason name: one line of advice}, for every fallback reason.");
-  m.def("fallback",
-        [](const std::string& reason, const py::object& fn, const py::args& args) {
-          const auto known = parse_fallback_reason(reason);
-          TORCH_CHECK_VALUE(known, "reason: expected a name in fallback_reasons(), got ", reason);
-          RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
-          Stats::get().add_fallback(*known);
-          return fn(*args);
-        },
-        py::arg("reason"), py::arg("fn"),
-        "fn(*args) for a graph refused as a whole: counted as a fallback for `reason` (a name "
-        "in fallback_reasons(); ValueError otherwise), inside a 'graphdispatch::fallback' "
-        "profiler range like the runner's fallbacks.");
-  m.def("emulated_capturing", [] { return emulated_capturing(); },
-        "True while this thread is inside an emulated capture (its 'stream is capturing').");
-  m.def("cpu_graph_capturing", [] { return cpu_graph_capturing(); },
-        "True while this thread is inside a CPU graph's capture (its 'stream is capturing').");
+  m.def(
+      "fallback_reasons",
+      [] {
+        py::dict d;  // insertion order: the order docs/diagnosing.md lists them
+        for (const auto& r : fallback_reasons()) {
+          d[py::str(std::string(r.name))] = std::string(r.advice);
+        }
+        return d;
+      },
+      "{reason name: one line of advice}, for every fallback reason.");
+  m.def(
+      "fallback",
+      [](const std::string& reason, const py::object& fn, const py::args& args) {
+        const auto known = parse_fallback_reason(reason);
+        TORCH_CHECK_VALUE(known, "reason: expected a name in fallback_reasons(), got ", reason);
+        RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
+        Stats::get().add_fallback(*known);
+        return fn(*args);
+      },
+      py::arg("reason"), py::arg("fn"),
+      "fn(*args) for a graph refused as a whole: counted as a fallback for `reason` (a name "
+      "in fallback_reasons(); ValueError otherwise), inside a 'graphdispatch::fallback' "
+      "profiler range like the runner's fallbacks.");
+  m.def(
+      "emulated_capturing", [] { return emulated_capturing(); },
+      "True while this thread is inside an emulated capture (its 'stream is capturing').");
+  m.def(
+      "cpu_graph_capturing", [] { return cpu_graph_capturing(); },
+      "True while this thread is inside a CPU graph's capture (its 'stream is capturing').");
   m.def("after_fork_in_child", [] {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();

@@ -11,8 +11,7 @@ bool contains(const std::vector<std::size_t>& positions, std::size_t i) {
 
 }  // namespace
 
-AliasingPlan::AliasingPlan(const std::vector<c10::IValue>& inputs,
-                           std::vector<std::size_t> dynamic,
+AliasingPlan::AliasingPlan(const std::vector<c10::IValue>& inputs, std::vector<std::size_t> dynamic,
                            const std::vector<std::size_t>& dynamic_written,
                            const std::vector<std::size_t>& statics,
                            const std::vector<std::size_t>& static_written,

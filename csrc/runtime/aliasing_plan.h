@@ -23,7 +23,8 @@ class AliasingPlan final {
   /// tensor inputs; `dynamic_written` and `static_written`: those the graph was seen or declared to
   /// write (with options.writes_known false, every dynamic input counts as written).
   AliasingPlan(const std::vector<c10::IValue>& inputs, std::vector<std::size_t> dynamic,
-               const std::vector<std::size_t>& dynamic_written, const std::vector<std::size_t>& statics,
+               const std::vector<std::size_t>& dynamic_written,
+               const std::vector<std::size_t>& statics,
                const std::vector<std::size_t>& static_written, const RunnerOptions& options);
 
   /// (dynamic position, static position) of a written dynamic input overlapping a static

@@ -5,8 +5,8 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
-#include <unordered_map>
 #include <memory>
+#include <unordered_map>
 
 namespace graphdispatch {
 namespace {
@@ -32,8 +32,8 @@ bool is_plain_block_copy(const at::Tensor& dst, const at::Tensor& src) {
   return plain(dst) && plain(src) && dst.is_cpu() && src.is_cpu() && dst.layout() == at::kStrided &&
          src.layout() == at::kStrided && dst.scalar_type() == src.scalar_type() &&
          dst.sizes() == src.sizes() && dst.strides() == src.strides() &&
-         dst.is_non_overlapping_and_dense() && !dst.is_conj() && !src.is_conj() &&
-         !dst.is_neg() && !src.is_neg();
+         dst.is_non_overlapping_and_dense() && !dst.is_conj() && !src.is_conj() && !dst.is_neg() &&
+         !src.is_neg();
 }
 
 // The synchronous copy of a device without streams. `_foreach_copy_` on the CPU dispatches

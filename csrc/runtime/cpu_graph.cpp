@@ -115,7 +115,8 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto step = static_cast<std::int64_t>(i);
     const auto& op = ops[i];
-    for (const auto& a : op.arguments) for_each_tensor(a, [&](const at::Tensor& t) { use(t, step, false); });
+    for (const auto& a : op.arguments)
+      for_each_tensor(a, [&](const at::Tensor& t) { use(t, step, false); });
     bool any_fresh = false, all_fresh = !op.returns.empty();
     for (const auto& r : op.returns) {
       bool made = false;
@@ -168,15 +169,16 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
       constant_bytes += bytes;
     } else {
       aliases.emplace(storage, c10::make_intrusive<c10::StorageImpl>(
-                                 c10::StorageImpl::use_byte_size_t(), storage->sym_nbytes(),
-                                 c10::DataPtr(storage->mutable_data(), storage->device()),
-                                 /*allocator=*/nullptr, /*resizable=*/false));
+                                   c10::StorageImpl::use_byte_size_t(), storage->sym_nbytes(),
+                                   c10::DataPtr(storage->mutable_data(), storage->device()),
+                                   /*allocator=*/nullptr, /*resizable=*/false));
     }
   }
   auto fixed = [&](const at::Tensor& t) {
     if (!t.defined()) return t;
     auto alias = aliases.find(t.storage().unsafeGetStorageImpl());
-    if (alias != aliases.end()) t.unsafeGetTensorImpl()->set_storage_keep_dtype(c10::Storage(alias->second));
+    if (alias != aliases.end())
+      t.unsafeGetTensorImpl()->set_storage_keep_dtype(c10::Storage(alias->second));
     return t;
   };
 
@@ -209,7 +211,8 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
     // A factory op was recorded with BackendSelect's keys; its out= overload has no
     // BackendSelect kernel (a fallthrough there) and dispatches on its out tensors instead.
     for (const auto& a : step.arguments) {
-      for_each_tensor(a, [&](const at::Tensor& t) { step.keys = step.keys | below_recorder(t.key_set()); });
+      for_each_tensor(
+          a, [&](const at::Tensor& t) { step.keys = step.keys | below_recorder(t.key_set()); });
     }
     if (!step.op.hasKernelForDispatchKey(c10::DispatchKey::BackendSelect)) {
       step.keys = step.keys.remove(c10::DispatchKey::BackendSelect);

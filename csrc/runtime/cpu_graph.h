@@ -79,9 +79,7 @@ bool& cpu_graph_capturing();
 
 class CpuGraphFactory final : public DeviceGraphFactory {
  public:
-  std::unique_ptr<DeviceGraph> create(c10::Device) override {
-    return std::make_unique<CpuGraph>();
-  }
+  std::unique_ptr<DeviceGraph> create(c10::Device) override { return std::make_unique<CpuGraph>(); }
   bool is_capturing(c10::Device) override { return cpu_graph_capturing(); }
   std::string name() const override { return "cpu"; }
 };

@@ -132,8 +132,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   auto& stats = Stats::get();
   stats.live_entries.fetch_add(1, std::memory_order_relaxed);
   e->outputs_ = OutputPlan(std::move(static_outputs), e->arguments(inputs));
-  e->aliasing_ = AliasingPlan(inputs, e->dynamic_positions_, e->dynamic_written_, e->static_positions_,
-                              e->static_written_, options);
+  e->aliasing_ = AliasingPlan(inputs, e->dynamic_positions_, e->dynamic_written_,
+                              e->static_positions_, e->static_written_, options);
   e->bytes_ = e->count_bytes();
   stats.live_entry_bytes.fetch_add(e->bytes_, std::memory_order_relaxed);
   return e;

@@ -145,11 +145,11 @@ class Entry final {
   // back after capture (Note [Static inputs that are written] in entry.cpp).
   std::vector<std::size_t> static_written_;
   std::vector<std::size_t> dynamic_written_;
-  OutputPlan outputs_;      // under mutex_ once captured
+  OutputPlan outputs_;  // under mutex_ once captured
   AliasingPlan aliasing_;
   std::unique_ptr<DeviceGraph> graph_;
   CopyPipeline* pipeline_ = nullptr;  // not owned: pipelines live for the whole process
-  std::optional<CallOrder> order_;  // the device order of calls on the buffers (case G4)
+  std::optional<CallOrder> order_;    // the device order of calls on the buffers (case G4)
   std::optional<FallbackReason> reason_;
   std::string detail_;
   std::string signature_;

@@ -97,8 +97,7 @@ void GraphRunner::drop_dead_entries() {
   std::vector<std::pair<Signature, std::shared_ptr<Entry>>> dead;
   {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
-    dead = state_->cache.take_if(
-        [&](const Entry& e) { return e.lost_static_input().has_value(); });
+    dead = state_->cache.take_if([&](const Entry& e) { return e.lost_static_input().has_value(); });
   }
   if (dead.empty()) return;
   std::lock_guard<std::mutex> lock(state_->layouts_mutex);
@@ -134,8 +133,10 @@ std::string GraphRunner::moving_static_input(const Signature& sig,
   const auto i = layout.moving_position;
   return options_.input(i) + ": " + describe_layout(inputs[i].toTensor()) +
          " (a parameter, buffer or state tensor read in place) was freed or replaced " +
-         std::to_string(layout.lost) + " times, each time before a second call could replay "
-         "its graph (max_recaptures=" + std::to_string(options_.max_recaptures) + ")";
+         std::to_string(layout.lost) +
+         " times, each time before a second call could replay "
+         "its graph (max_recaptures=" +
+         std::to_string(options_.max_recaptures) + ")";
 }
 
 std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
@@ -182,17 +183,18 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
   // Outside the cache lock: the budget takes each runner's lock in turn, this one's included.
   std::vector<std::shared_ptr<Entry>> over_process_budget;
   if (options_.max_total_entry_bytes != 0 && entry->bytes() > 0) {
-    over_process_budget = ProcessBudget::get().enforce(options_.max_total_entry_bytes,
-                                                       options_.eviction, this, sig);
+    over_process_budget =
+        ProcessBudget::get().enforce(options_.max_total_entry_bytes, options_.eviction, this, sig);
   }
   if (!over_process_budget.empty()) {
     stats.evictions.fetch_add(static_cast<std::int64_t>(over_process_budget.size()),
                               std::memory_order_relaxed);
     if (!over_process_budget_logged_.exchange(true) && options_.log) {
-      options_.log("the entries of all compiled graphs hold more than max_total_entry_bytes=" +
-                   std::to_string(options_.max_total_entry_bytes) + ": evicting across graphs, " +
-                   (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest") +
-                   " first");
+      options_.log(
+          "the entries of all compiled graphs hold more than max_total_entry_bytes=" +
+          std::to_string(options_.max_total_entry_bytes) + ": evicting across graphs, " +
+          (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest") +
+          " first");
     }
   }
   if (displaced) {
@@ -206,9 +208,10 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     stats.evictions.fetch_add(static_cast<std::int64_t>(over_budget.size()),
                               std::memory_order_relaxed);
     if (!over_budget_logged_.exchange(true) && options_.log) {
-      options_.log("entries hold more than max_entry_bytes=" +
-                   std::to_string(options_.max_entry_bytes) + ": evicting " +
-                   (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest"));
+      options_.log(
+          "entries hold more than max_entry_bytes=" + std::to_string(options_.max_entry_bytes) +
+          ": evicting " +
+          (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest"));
     }
   }
   if (!entry->is_negative() && options_.watch) {
@@ -249,7 +252,8 @@ std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
     options_.log("a replay differs from the non-graph path at " + checked.mismatch +
                  "; signature " + entry->signature().substr(0, 600) +
                  ". The entry is disabled: calls with this signature run without a graph "
-                 "(fallback " + std::string(name(FallbackReason::kVerifyMismatch)) +
+                 "(fallback " +
+                 std::string(name(FallbackReason::kVerifyMismatch)) +
                  "); this call returned the non-graph result");
   }
   auto disabled =
@@ -288,9 +292,8 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
   if (auto overlap = entry->aliasing().static_overlap(inputs)) {
     const auto [dynamic, fixed] = *overlap;
     return fall_back(FallbackReason::kAliasedInputs,
-                     options_.input(dynamic) + ": " +
-                         describe_layout(inputs[dynamic].toTensor()) + " overlaps " +
-                         options_.input(fixed) +
+                     options_.input(dynamic) + ": " + describe_layout(inputs[dynamic].toTensor()) +
+                         " overlaps " + options_.input(fixed) +
                          " (read in place) in memory, and the graph writes one of them",
                      inputs);
   }

@@ -58,8 +58,8 @@ inline constexpr std::int64_t kStableCalls = 3;
 class GraphRunner final {
  public:
   /// `is_static[i]`: input i is a parameter or buffer Dynamo lifted (Note [Static inputs]).
-  GraphRunner(Callable fn, std::vector<bool> is_static,
-              std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options);
+  GraphRunner(Callable fn, std::vector<bool> is_static, std::shared_ptr<DeviceGraphFactory> graphs,
+              RunnerOptions options);
   GraphRunner(const GraphRunner&) = delete;
   GraphRunner& operator=(const GraphRunner&) = delete;
   ~GraphRunner();
@@ -103,8 +103,7 @@ class GraphRunner final {
  private:
   using Cache = EntryCache<Signature, Entry, Signature::Hasher>;
   struct State {
-    explicit State(const RunnerOptions& o)
-        : cache(o.max_entries, o.eviction, o.max_entry_bytes) {}
+    explicit State(const RunnerOptions& o) : cache(o.max_entries, o.eviction, o.max_entry_bytes) {}
     Cache cache;
     std::shared_mutex cache_mutex;
     std::mutex capture_mutex;
@@ -146,7 +145,8 @@ class GraphRunner final {
   std::vector<c10::IValue> fall_back(FallbackReason reason, const std::string& detail,
                                      const std::vector<c10::IValue>& inputs);
   /// A replay checked against the non-graph path; a mismatch disables the entry.
-  std::vector<c10::IValue> replay_verified(const Signature& sig, const std::shared_ptr<Entry>& entry,
+  std::vector<c10::IValue> replay_verified(const Signature& sig,
+                                           const std::shared_ptr<Entry>& entry,
                                            const std::vector<c10::IValue>& inputs);
 
   Callable fn_;

@@ -31,9 +31,9 @@ SpanSet::SpanSet(std::vector<Span> spans) : spans_(std::move(spans)) {
 
 std::optional<std::size_t> SpanSet::overlapping(const Span& span) const {
   // The spans beginning before `span` ends; of those, the one reaching furthest.
-  const auto after = std::lower_bound(
-      spans_.begin(), spans_.end(), span.end,
-      [](const Span& s, std::uintptr_t end) { return s.begin < end; });
+  const auto after =
+      std::lower_bound(spans_.begin(), spans_.end(), span.end,
+                       [](const Span& s, std::uintptr_t end) { return s.begin < end; });
   if (after == spans_.begin()) return std::nullopt;
   const Span& furthest = spans_[reach_[static_cast<std::size_t>(after - spans_.begin()) - 1]];
   if (furthest.end > span.begin) return furthest.position;

@@ -47,8 +47,8 @@ class SpanSet final {
   std::optional<std::size_t> overlapping(const Span& span) const;
 
  private:
-  std::vector<Span> spans_;           // sorted by begin
-  std::vector<std::size_t> reach_;    // reach_[k]: index of the span ending last among 0..k
+  std::vector<Span> spans_;         // sorted by begin
+  std::vector<std::size_t> reach_;  // reach_[k]: index of the span ending last among 0..k
 };
 
 }  // namespace graphdispatch

@@ -58,8 +58,7 @@ c10::IValue map_tensors(const c10::IValue& v,
     if (!list.elementType()->isSubtypeOf(*c10::OptionalType::ofTensor())) return v;
     c10::List<std::optional<at::Tensor>> out;
     for (const c10::IValue& item : list) {
-      out.push_back(item.isTensor() ? std::optional<at::Tensor>(f(item.toTensor()))
-                                    : std::nullopt);
+      out.push_back(item.isTensor() ? std::optional<at::Tensor>(f(item.toTensor())) : std::nullopt);
     }
     return out;
   }
@@ -78,11 +77,11 @@ void OpRecorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet below
                         torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   // Note [Recording ops]: a host read inside a capture fails it, naming the op.
-  TORCH_CHECK(!op.hasTag(at::Tag::data_dependent_output) &&
-                  !op.hasTag(at::Tag::dynamic_output_shape),
-              "CPU graph capture: ", schema.operator_name(),
-              " reads tensor values on the host (or makes a shape from them), which a graph "
-              "cannot replay; a device graph capture fails on it too");
+  TORCH_CHECK(
+      !op.hasTag(at::Tag::data_dependent_output) && !op.hasTag(at::Tag::dynamic_output_shape),
+      "CPU graph capture: ", schema.operator_name(),
+      " reads tensor values on the host (or makes a shape from them), which a graph "
+      "cannot replay; a device graph capture fails on it too");
   const auto n = schema.arguments().size();
   const std::vector<c10::IValue> given(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
   {

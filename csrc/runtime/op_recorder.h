@@ -10,9 +10,10 @@
 namespace graphdispatch {
 
 /// One op the recorder saw: the operator, the dispatch keys below the recorder's it ran with
-/// (the kernel), and its arguments and returns as they were after it ran. Each tensor is a new TensorImpl over the op's storage with the sizes, strides and offset
-/// it had then (an out= argument at the size the op gave it), so a later in-place metadata
-/// change (`unsqueeze_`, `resize_`) does not rewrite what an earlier op saw.
+/// (the kernel), and its arguments and returns as they were after it ran. Each tensor is a new
+/// TensorImpl over the op's storage with the sizes, strides and offset it had then (an out=
+/// argument at the size the op gave it), so a later in-place metadata change (`unsqueeze_`,
+/// `resize_`) does not rewrite what an earlier op saw.
 struct RecordedOp final {
   c10::OperatorHandle op;
   c10::DispatchKeySet keys;
@@ -56,6 +57,7 @@ class OpRecorder final {
 c10::DispatchKeySet below_recorder(c10::DispatchKeySet keys);
 
 /// The argument of `v` with every tensor (also inside lists) replaced by `f(tensor)`.
-c10::IValue map_tensors(const c10::IValue& v, const std::function<at::Tensor(const at::Tensor&)>& f);
+c10::IValue map_tensors(const c10::IValue& v,
+                        const std::function<at::Tensor(const at::Tensor&)>& f);
 
 }  // namespace graphdispatch

@@ -1,17 +1,16 @@
 #include "runtime/out_variant.h"
 
 #include <map>
-#include <unordered_map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 namespace graphdispatch {
 namespace {
 
 bool is_tensor_option(const c10::Argument& a) {
-  return a.kwarg_only() &&
-         (a.name() == "dtype" || a.name() == "layout" || a.name() == "device" ||
-          a.name() == "pin_memory");
+  return a.kwarg_only() && (a.name() == "dtype" || a.name() == "layout" || a.name() == "device" ||
+                            a.name() == "pin_memory");
 }
 
 bool writes(const c10::Argument& a) { return a.alias_info() && a.alias_info()->isWrite(); }

@@ -96,8 +96,9 @@ std::vector<c10::IValue> OutputPlan::hand_out(const std::vector<c10::IValue>& in
       // A storage of its own that cannot be resized, over the static output's memory, which it
       // keeps alive (Note [Outputs]).
       // The device is given, so from_blob does not ask the driver where the pointer lives.
-      outputs.emplace_back(at::from_blob(out.data_ptr(), out.sizes(), out.strides(),
-                                         [keep = out](void*) {}, out.options(), out.device()));
+      outputs.emplace_back(at::from_blob(
+          out.data_ptr(), out.sizes(), out.strides(), [keep = out](void*) {}, out.options(),
+          out.device()));
       continue;
     }
     const auto group = group_[k];
@@ -107,9 +108,9 @@ std::vector<c10::IValue> OutputPlan::hand_out(const std::vector<c10::IValue>& in
     }
     auto& copy = copies[static_cast<std::size_t>(group)];
     if (!copy.defined()) copy = group_storages_[static_cast<std::size_t>(group)].clone();
-    outputs.emplace_back(at::empty({0}, out.options())
-                             .set_(copy.storage(), out.storage_offset(), out.sizes(),
-                                   out.strides()));
+    outputs.emplace_back(
+        at::empty({0}, out.options())
+            .set_(copy.storage(), out.storage_offset(), out.sizes(), out.strides()));
   }
   return outputs;
 }
@@ -123,7 +124,9 @@ void OutputPlan::copy_away_held_outputs() {
     const auto n = static_cast<std::int64_t>(held->nbytes());
     auto own = at::empty({n}, bytes);
     // The device is given, so for_blob does not ask the driver where the pointer lives.
-    own.copy_(at::for_blob(held->mutable_data(), {n}).options(bytes).target_device(out.device())
+    own.copy_(at::for_blob(held->mutable_data(), {n})
+                  .options(bytes)
+                  .target_device(out.device())
                   .make_tensor(),
               /*non_blocking=*/true);
     // The holder's tensors read their storage's memory, wherever it is: they now read `own`'s.

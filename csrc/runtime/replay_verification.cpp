@@ -16,8 +16,8 @@ namespace graphdispatch {
 namespace {
 
 // Why output `k` of the replay differs from the non-graph path's, or "" when it does not.
-std::string difference(const c10::IValue& got, const c10::IValue& want, std::size_t k,
-                       double rtol, double atol) {
+std::string difference(const c10::IValue& got, const c10::IValue& want, std::size_t k, double rtol,
+                       double atol) {
   const std::string at_output = "output " + std::to_string(k) + ": ";
   if (got.isTensor() != want.isTensor()) return at_output + "a tensor on one path only";
   if (!got.isTensor()) {
@@ -76,9 +76,8 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // An output that is a written static input would change with the put-back below.
     const auto& view = entry.outputs().view(k);
-    const bool on_written =
-        view && std::find(static_written.begin(), static_written.end(), view->position) !=
-                    static_written.end();
+    const bool on_written = view && std::find(static_written.begin(), static_written.end(),
+                                              view->position) != static_written.end();
     if (on_written) expected[k] = expected[k].toTensor().clone(at::MemoryFormat::Preserve);
   }
   for (std::size_t k = 0; k < before.size(); ++k) {
@@ -87,8 +86,8 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
   Verified result{entry.replay(inputs, options), ""};
   TORCH_INTERNAL_ASSERT(expected.size() == result.outputs.size());
   for (std::size_t k = 0; k < expected.size() && result.mismatch.empty(); ++k) {
-    result.mismatch = difference(result.outputs[k], expected[k], k, options.verify_rtol,
-                                 options.verify_atol);
+    result.mismatch =
+        difference(result.outputs[k], expected[k], k, options.verify_rtol, options.verify_atol);
   }
   if (result.mismatch.empty()) return result;
   // The replay wrote its (wrong) values of mutated inputs back; the non-graph ones win.

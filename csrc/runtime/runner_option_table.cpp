@@ -49,7 +49,7 @@ struct Field {
   std::function<OptionValue(const RunnerOptions&)> get;
 };
 
-Field flag(const char* name, bool RunnerOptions::*member) {
+Field flag(const char* name, bool RunnerOptions::* member) {
   return {name,
           [=](RunnerOptions& o, const OptionValue& v) {
             const auto* b = std::get_if<bool>(&v);
@@ -61,26 +61,25 @@ Field flag(const char* name, bool RunnerOptions::*member) {
 
 // Every count is an int64_t at the Python boundary, whatever the field's own type.
 template <typename M>
-Field count(const char* name, M RunnerOptions::*member) {
-  return {name,
-          [=](RunnerOptions& o, const OptionValue& v) {
-            const char* range = "an int in [0, 2**63 - 1]";
-            if (const auto* i = std::get_if<std::int64_t>(&v)) {
-              if (*i < 0) out_of_range(name, range, std::to_string(*i));
-              o.*member = static_cast<M>(*i);
-              return;
-            }
-            const auto* foreign = std::get_if<ForeignValue>(&v);
-            if (foreign && foreign->type == "int") out_of_range(name, range, foreign->repr);
-            wrong_type(name, "int", v);
-          },
-          [=](const RunnerOptions& o) -> OptionValue {
-            return static_cast<std::int64_t>(o.*member);
-          }};
+Field count(const char* name, M RunnerOptions::* member) {
+  return {
+      name,
+      [=](RunnerOptions& o, const OptionValue& v) {
+        const char* range = "an int in [0, 2**63 - 1]";
+        if (const auto* i = std::get_if<std::int64_t>(&v)) {
+          if (*i < 0) out_of_range(name, range, std::to_string(*i));
+          o.*member = static_cast<M>(*i);
+          return;
+        }
+        const auto* foreign = std::get_if<ForeignValue>(&v);
+        if (foreign && foreign->type == "int") out_of_range(name, range, foreign->repr);
+        wrong_type(name, "int", v);
+      },
+      [=](const RunnerOptions& o) -> OptionValue { return static_cast<std::int64_t>(o.*member); }};
 }
 
 // NaN or infinite tolerances would make the check pass or fail whatever the values.
-Field tolerance(const char* name, double RunnerOptions::*member) {
+Field tolerance(const char* name, double RunnerOptions::* member) {
   return {name,
           [=](RunnerOptions& o, const OptionValue& v) {
             double d = 0;
@@ -91,7 +90,8 @@ Field tolerance(const char* name, double RunnerOptions::*member) {
             } else {
               wrong_type(name, "float", v);
             }
-            if (!std::isfinite(d) || d < 0) out_of_range(name, "a finite float >= 0", python_float(d));
+            if (!std::isfinite(d) || d < 0)
+              out_of_range(name, "a finite float >= 0", python_float(d));
             o.*member = d;
           },
           [=](const RunnerOptions& o) -> OptionValue { return o.*member; }};
@@ -151,7 +151,8 @@ void check_runner_options(const RunnerOptions& options) {
   for (const auto& field : fields()) field.set(scratch, field.get(options));
 }
 
-std::vector<std::pair<std::string, OptionValue>> runner_option_values(const RunnerOptions& options) {
+std::vector<std::pair<std::string, OptionValue>> runner_option_values(
+    const RunnerOptions& options) {
   std::vector<std::pair<std::string, OptionValue>> out;
   for (const auto& field : fields()) out.emplace_back(field.name, field.get(options));
   return out;

@@ -24,7 +24,8 @@ void append_modes(std::vector<std::int64_t>& w, c10::DeviceType device_type) {
   w.push_back(at::GradMode::is_enabled());
   for (auto type : {c10::DeviceType::CPU, device_type}) {
     // Device types without autocast (meta, ...) would throw on the query.
-    const bool on = at::autocast::is_autocast_available(type) && at::autocast::is_autocast_enabled(type);
+    const bool on =
+        at::autocast::is_autocast_available(type) && at::autocast::is_autocast_enabled(type);
     w.push_back(on);
     w.push_back(on ? static_cast<std::int64_t>(at::autocast::get_autocast_dtype(type)) : -1);
   }
@@ -49,23 +50,35 @@ void append_tensor(std::vector<std::int64_t>& w, const at::Tensor& t, bool is_st
 // PyTorch's Python names ("float32"), which users see everywhere else.
 const char* dtype_name(c10::ScalarType t) {
   switch (t) {
-    case c10::ScalarType::Float: return "float32";
-    case c10::ScalarType::Double: return "float64";
-    case c10::ScalarType::Half: return "float16";
-    case c10::ScalarType::BFloat16: return "bfloat16";
-    case c10::ScalarType::Long: return "int64";
-    case c10::ScalarType::Int: return "int32";
-    case c10::ScalarType::Short: return "int16";
-    case c10::ScalarType::Char: return "int8";
-    case c10::ScalarType::Byte: return "uint8";
-    case c10::ScalarType::Bool: return "bool";
-    default: return c10::toString(t);
+    case c10::ScalarType::Float:
+      return "float32";
+    case c10::ScalarType::Double:
+      return "float64";
+    case c10::ScalarType::Half:
+      return "float16";
+    case c10::ScalarType::BFloat16:
+      return "bfloat16";
+    case c10::ScalarType::Long:
+      return "int64";
+    case c10::ScalarType::Int:
+      return "int32";
+    case c10::ScalarType::Short:
+      return "int16";
+    case c10::ScalarType::Char:
+      return "int8";
+    case c10::ScalarType::Byte:
+      return "uint8";
+    case c10::ScalarType::Bool:
+      return "bool";
+    default:
+      return c10::toString(t);
   }
 }
 
 }  // namespace
 
-Signature Signature::of(const std::vector<c10::IValue>& inputs, const std::vector<bool>& is_static) {
+Signature Signature::of(const std::vector<c10::IValue>& inputs,
+                        const std::vector<bool>& is_static) {
   TORCH_INTERNAL_ASSERT_DEBUG_ONLY(inputs.size() == is_static.size());
   Signature sig;
   auto& w = sig.layout_;

@@ -69,8 +69,8 @@ TEST(CallOrder, NextCallAndBufferReleaseWaitForTheLastCallOnAnotherStream) {
   order.begin();
   order.end();
   order.release();  // the buffers' stream waits before they are freed
-  EXPECT_EQ(RecordingGuard::log(), (std::vector<std::string>{
-                                       "record 1", "record 1", "block 2", "record 2", "block 1"}));
+  EXPECT_EQ(RecordingGuard::log(),
+            (std::vector<std::string>{"record 1", "record 1", "block 2", "record 2", "block 1"}));
 }
 
 TEST(CallOrder, ReleaseAfterCallsOnTheBuffersStreamWaitsForNothing) {

@@ -81,7 +81,8 @@ TEST_F(CpuGraphTest, HostReadFailsTheCaptureNamingTheOp) {
   }
   auto entry = runner.entries().at(0);
   EXPECT_EQ(entry->reason(), FallbackReason::kCaptureFailed);
-  EXPECT_NE(entry->detail().find("aten::_local_scalar_dense"), std::string::npos) << entry->detail();
+  EXPECT_NE(entry->detail().find("aten::_local_scalar_dense"), std::string::npos)
+      << entry->detail();
   EXPECT_EQ(Stats::get().fallbacks().at("capture_failed"), 2);
 }
 
@@ -172,7 +173,8 @@ TEST_F(CpuGraphTest, NewTensorsInAListFailTheCaptureNamingTheOp) {
     auto x = at::randn({5});
     expect_equal(runner({x}), fn({x}));
   }
-  EXPECT_NE(runner.entries().at(0)->detail().find("aten::split_with_sizes_copy"), std::string::npos);
+  EXPECT_NE(runner.entries().at(0)->detail().find("aten::split_with_sizes_copy"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -67,7 +67,9 @@ class StaleGraph final : public DeviceGraph {
 
 class StaleFactory final : public DeviceGraphFactory {
  public:
-  std::unique_ptr<DeviceGraph> create(c10::Device) override { return std::make_unique<StaleGraph>(); }
+  std::unique_ptr<DeviceGraph> create(c10::Device) override {
+    return std::make_unique<StaleGraph>();
+  }
   bool is_capturing(c10::Device) override { return false; }
   std::string name() const override { return "stale"; }
 };
@@ -273,7 +275,8 @@ TEST_F(GraphRunnerTest, ProcessBudgetEvictsAcrossRunners) {
   const auto one = probe.entry_bytes();
   probe.clear();
   options.max_total_entry_bytes = one * 3 / 2;
-  GraphRunner a(mul_add, {false, false}, factory, options), b(mul_add, {false, false}, factory, options);
+  GraphRunner a(mul_add, {false, false}, factory, options),
+      b(mul_add, {false, false}, factory, options);
   auto x = at::randn({64}), y = at::randn({64});
   a({x, y});
   EXPECT_EQ(a.num_entries(), 1u);

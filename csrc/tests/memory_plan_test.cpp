@@ -12,7 +12,9 @@ TEST(MemoryPlanTest, DisjointLifetimesShareAndOverlappingOnesDoNot) {
   const std::vector<Lifetime> blocks{{0, 2, 100}, {1, 3, 64}, {4, 5, 100}, {2, 9, 10}};
   const auto plan = plan_memory(blocks, 64);
   auto disjoint = [&](std::size_t i, std::size_t j) {
-    const auto end = [&](std::size_t k) { return plan.offsets[k] + ((blocks[k].bytes + 63) & ~63); };
+    const auto end = [&](std::size_t k) {
+      return plan.offsets[k] + ((blocks[k].bytes + 63) & ~63);
+    };
     return end(i) <= plan.offsets[j] || end(j) <= plan.offsets[i];
   };
   EXPECT_TRUE(disjoint(0, 1));

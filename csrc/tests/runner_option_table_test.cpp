@@ -38,8 +38,7 @@ TEST(RunnerOptionTable, SetsEachFieldAndReadsItBack) {
   set_runner_option(options, "safe_output_mode", false);
   set_runner_option(options, "verify_rtol", std::int64_t{0});  // an integer is a float
   set_runner_option(options, "verify_atol", 0.5);
-  set_runner_option(options, "max_total_entry_bytes",
-                    std::numeric_limits<std::int64_t>::max());
+  set_runner_option(options, "max_total_entry_bytes", std::numeric_limits<std::int64_t>::max());
   EXPECT_EQ(options.max_entries, 4u);
   EXPECT_EQ(options.eviction, Eviction::kLru);
   EXPECT_FALSE(options.safe_output_mode);
@@ -57,7 +56,8 @@ TEST(RunnerOptionTable, EveryOptionTakesItsOwnDefault) {
   options.max_entries = 3;
   options.eviction = Eviction::kLru;
   options.verify_atol = 0.25;
-  for (auto& [name, value] : runner_option_values(defaults)) set_runner_option(options, name, value);
+  for (auto& [name, value] : runner_option_values(defaults))
+    set_runner_option(options, name, value);
   EXPECT_TRUE(runner_option_values(options) == runner_option_values(defaults));
   EXPECT_EQ(runner_option_values(defaults).size(), 11u);
 }

@@ -18,10 +18,10 @@ TEST(Signature, SameMetadataSameKeyRegardlessOfValues) {
 
 TEST(Signature, TensorMetadataChangesKey) {
   auto base = sig({at::randn({4, 6})});
-  EXPECT_FALSE(base == sig({at::randn({6, 4})}));                               // shape
-  EXPECT_FALSE(base == sig({at::randn({4, 6}, at::kDouble)}));                  // dtype
-  EXPECT_FALSE(base == sig({at::randn({6, 4}).t()}));                           // strides
-  EXPECT_FALSE(base == sig({at::randn({4, 6}).set_requires_grad(true)}));       // requires_grad
+  EXPECT_FALSE(base == sig({at::randn({6, 4})}));                          // shape
+  EXPECT_FALSE(base == sig({at::randn({4, 6}, at::kDouble)}));             // dtype
+  EXPECT_FALSE(base == sig({at::randn({6, 4}).t()}));                      // strides
+  EXPECT_FALSE(base == sig({at::randn({4, 6}).set_requires_grad(true)}));  // requires_grad
 }
 
 TEST(Signature, AlignmentIsKeyedForStaticInputsOnly) {
@@ -75,7 +75,8 @@ TEST(Signature, OverlapOfDynamicInputsIsKeyed) {
   EXPECT_FALSE(separate == overlapping);
   EXPECT_FALSE(sig({base, base}).overlaps().empty());
   // A strided view reaching over another input's bytes overlaps it.
-  EXPECT_FALSE(sig({base.narrow(0, 0, 10).view({5, 2}).t(), base.narrow(0, 4, 1)}).overlaps().empty());
+  EXPECT_FALSE(
+      sig({base.narrow(0, 0, 10).view({5, 2}).t(), base.narrow(0, 4, 1)}).overlaps().empty());
   // Views of one storage that share no byte are independent inputs (case C39).
   EXPECT_TRUE(sig({base.narrow(0, 0, 100), base.narrow(0, 100, 100)}).overlaps().empty());
   auto rows = base.view({10, 100}).unbind(0);
@@ -104,9 +105,10 @@ TEST(CheckInputMatch, SeedMessageShape) {
     check_input_match(at::zeros({2, 3}), at::zeros({3, 3}, at::kHalf), 4);
     FAIL() << "expected an error";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what_without_backtrace())
-                  .find("input mismatch at position 4: captured [2, 3]/float32, got [3, 3]/float16"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.what_without_backtrace())
+            .find("input mismatch at position 4: captured [2, 3]/float32, got [3, 3]/float16"),
+        std::string::npos);
   }
   EXPECT_NO_THROW(check_input_match(at::zeros({2, 3}), at::ones({2, 3}), 0));
 }

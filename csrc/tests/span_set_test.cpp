@@ -72,8 +72,8 @@ TEST(SpanSet, AnswersAsBruteForceOnRandomSpans) {
         EXPECT_FALSE(got.has_value()) << "trial " << trial << ": reported " << *got;
       } else {
         ASSERT_TRUE(got.has_value()) << "trial " << trial << ": missed an overlap";
-        EXPECT_TRUE(expected.count(*got)) << "trial " << trial << ": " << *got
-                                          << " does not overlap";
+        EXPECT_TRUE(expected.count(*got))
+            << "trial " << trial << ": " << *got << " does not overlap";
       }
     }
   }
@@ -95,9 +95,12 @@ TEST(SpanSet, FindsALongSpanHiddenBehindLaterShortOnes) {
 
 TEST(SpanOf, CoversExactlyTheBytesOfADenseTensor) {
   const auto base = at::arange(64, at::kFloat);
-  const std::vector<at::Tensor> views{
-      base, base.view({8, 8}).t(), base.narrow(0, 5, 20), base.view({8, 8})[3],
-      base.view({4, 16}).narrow(1, 0, 16).narrow(0, 1, 2), base.to(at::kDouble).narrow(0, 1, 3)};
+  const std::vector<at::Tensor> views{base,
+                                      base.view({8, 8}).t(),
+                                      base.narrow(0, 5, 20),
+                                      base.view({8, 8})[3],
+                                      base.view({4, 16}).narrow(1, 0, 16).narrow(0, 1, 2),
+                                      base.to(at::kDouble).narrow(0, 1, 3)};
   for (const auto& v : views) {
     const auto span = span_of(v, 3);
     ASSERT_TRUE(span.has_value());

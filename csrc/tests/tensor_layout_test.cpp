@@ -29,15 +29,20 @@ std::set<const void*> element_addresses(const at::Tensor& t) {
 
 std::vector<at::Tensor> expanded_tensors() {
   const auto row = at::randn({1, 6});
-  return {row.expand({4, 6}), at::randn({3, 1, 5}).expand({3, 7, 5}),
-          at::randn({}).expand({2, 3}), at::randn({5, 4}).t()[1].unsqueeze(0).expand({3, 5}),
+  return {row.expand({4, 6}), at::randn({3, 1, 5}).expand({3, 7, 5}), at::randn({}).expand({2, 3}),
+          at::randn({5, 4}).t()[1].unsqueeze(0).expand({3, 5}),
           at::randn({2, 1, 3}).transpose(0, 2).expand({3, 8, 2})};
 }
 
 std::vector<at::Tensor> plain_tensors() {
   const auto base = at::randn({6, 8});
-  return {base, base.t(), base.slice(1, 1, 8, 3), base.narrow(0, 2, 3), at::randn({1, 6}),
-          at::randn({3, 1, 5}).expand({3, 1, 5}), base.as_strided({2, 3}, {0, 1}).narrow(0, 0, 1)};
+  return {base,
+          base.t(),
+          base.slice(1, 1, 8, 3),
+          base.narrow(0, 2, 3),
+          at::randn({1, 6}),
+          at::randn({3, 1, 5}).expand({3, 1, 5}),
+          base.as_strided({2, 3}, {0, 1}).narrow(0, 0, 1)};
 }
 
 TEST(TensorLayout, ExpandedExactlyWhenTorchSeesInternalOverlap) {
@@ -110,8 +115,8 @@ TEST(TensorLayout, ViewOfInputRebuildsTheOutputOnAnyInputOfThatLayout) {
     // On another input, the same view as eager's slicing of that input gives.
     const auto moved = view->of(other);
     EXPECT_TRUE(moved.is_alias_of(other));
-    EXPECT_TRUE(at::equal(moved, other.as_strided(out.sizes(), out.strides(),
-                                                  out.storage_offset())));
+    EXPECT_TRUE(
+        at::equal(moved, other.as_strided(out.sizes(), out.strides(), out.storage_offset())));
   }
 }
 

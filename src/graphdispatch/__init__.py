@@ -49,7 +49,9 @@ def explain(model_or_fn: Any, *args: Any, options: Any = None, **kwargs: Any) ->
     return _explain(model_or_fn, *args, options=options, **kwargs)
 
 
-def warmup(compiled: Any, inputs: Any, *, progress: bool = True, grad: bool = False) -> dict[str, Any]:
+def warmup(
+    compiled: Any, inputs: Any, *, progress: bool = True, grad: bool = False
+) -> dict[str, Any]:
     """Calls ``compiled`` once per input set in ``inputs`` so every signature is captured before
     serving; a tqdm bar on a terminal; returns the ``stats()`` delta (details in ``graphdispatch.serving``)."""
     from .serving import warmup as _warmup

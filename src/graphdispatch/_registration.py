@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def graphdispatch_backend(gm: Any, example_inputs: Any, *, mode: Any = None, options: Any = None) -> Any:
+def graphdispatch_backend(
+    gm: Any, example_inputs: Any, *, mode: Any = None, options: Any = None
+) -> Any:
     """``torch.compile(model, backend="graphdispatch", mode=..., options={...})``."""
     from .backend import Backend
 

@@ -57,6 +57,7 @@ ROUTE_DEFAULT = "default"
 
 # ---- the route ------------------------------------------------------------------------------
 
+
 def inputs_device(example_inputs: Sequence[Any]) -> torch.device:
     """The device the graph runs on: the first non-CPU tensor's, else the CPU."""
     for value in example_inputs:
@@ -65,7 +66,9 @@ def inputs_device(example_inputs: Sequence[Any]) -> torch.device:
     return torch.device("cpu")
 
 
-def choose_route(options: dict[str, Any], example_inputs: Sequence[Any]) -> tuple[str, str | None, str]:
+def choose_route(
+    options: dict[str, Any], example_inputs: Sequence[Any]
+) -> tuple[str, str | None, str]:
     """(route, graph kind or None, reason) for resolved ``options`` (design 2.1)."""
     if options["graph_with_compile"]:
         wanted = ROUTE_GRAPH_WITH_COMPILE
@@ -73,14 +76,18 @@ def choose_route(options: dict[str, Any], example_inputs: Sequence[Any]) -> tupl
         wanted = ROUTE_GRAPH_ONLY
     else:
         return ROUTE_DEFAULT, None, "graph_only and graph_with_compile are off"
-    kind, reason = choose_kind(options["device_graph"], inputs_device(example_inputs),
-                               compiled=wanted == ROUTE_GRAPH_WITH_COMPILE)
+    kind, reason = choose_kind(
+        options["device_graph"],
+        inputs_device(example_inputs),
+        compiled=wanted == ROUTE_GRAPH_WITH_COMPILE,
+    )
     if kind is None:
         return ROUTE_DEFAULT, None, f"{wanted} requested but {reason}"
     return wanted, kind, reason
 
 
 # ---- setup, done once and lazily -------------------------------------------------------------
+
 
 def _setup_inductor() -> None:
     import torch._inductor.compile_fx  # noqa: F401  (the import is the setup: it is slow)
@@ -157,7 +164,10 @@ at_fork_in_child(_after_fork_in_child)
 
 # ---- composition -----------------------------------------------------------------------------
 
-def _inductor(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, cudagraphs: bool) -> Callable:
+
+def _inductor(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, cudagraphs: bool
+) -> Callable:
     SETUP_INDUCTOR()
     from torch._inductor.compile_fx import compile_fx
 
@@ -229,8 +239,11 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     refusal = graph_refusal(gm)
     if refusal is not None:
         reason, node = refusal
-        log.warning("graphdispatch: graph not captured (%s, at %s); every call runs without a graph",
-                    reason, describe_node(node))
+        log.warning(
+            "graphdispatch: graph not captured (%s, at %s); every call runs without a graph",
+            reason,
+            describe_node(node),
+        )
         record.refusal, record.refusal_node = reason, node
         return _refused(fn, reason)
     fn, unflatten = _with_flat_output(fn, gm)
@@ -239,22 +252,34 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     effects = graph_effects(gm)
     written = effects.written or []
     if effects.written is None:  # unknown: the runtime counts every dynamic input as written
-        is_static = [s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)]
+        is_static = [
+            s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)
+        ]
     # A tensor marked as a static address stays static even when written: read and written in
     # place, its values put back after warmup and capture, so each call writes it once (case
     # C36). Dynamo marks every parameter and buffer of an inlined module so ("unguarded"):
     # running stats, counters and a buffer viewing another buffer (case C28) are written where
     # they are. A static input not so marked that the graph writes becomes a copied input.
-    is_static = [s and (i not in written or marked_static_address(v))
-                 for i, (s, v) in enumerate(zip(is_static, example_inputs))]
+    is_static = [
+        s and (i not in written or marked_static_address(v))
+        for i, (s, v) in enumerate(zip(is_static, example_inputs))
+    ]
     watch = StaticInputWatch()
     runtime_options = config.runtime_options(options)
     # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
     if route == ROUTE_GRAPH_ONLY:
         runtime_options.update(verify_rtol=0.0, verify_atol=0.0)
     runner = _C.GraphRunner(
-        fn, is_static, graph_factory(kind), log=log.warning, written_inputs=effects.written,
-        random=effects.random, watch=watch, input_names=record.names, **runtime_options)
+        fn,
+        is_static,
+        graph_factory(kind),
+        log=log.warning,
+        written_inputs=effects.written,
+        random=effects.random,
+        watch=watch,
+        input_names=record.names,
+        **runtime_options,
+    )
     watch.bind(runner)
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
@@ -284,26 +309,44 @@ class Backend:
     compiler_name = "graphdispatch"
 
     def __init__(self, mode: str | None = None, options: Any = None, **kwargs: Any):
-        self.options = {**config.options_for_mode(mode), **config.normalize(options),
-                        **config.normalize(kwargs, source="Backend() keyword arguments")}
+        self.options = {
+            **config.options_for_mode(mode),
+            **config.normalize(options),
+            **config.normalize(kwargs, source="Backend() keyword arguments"),
+        }
         # Called with each CompiledGraph (graphdispatch.explain collects them); not an option.
         self.on_graph: Callable[[CompiledGraph], None] | None = None
 
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
+    def __call__(
+        self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any
+    ) -> Callable:
         if kwargs:  # torch.compile(..., mode=..., options=...) on an instance
             unexpected = sorted(set(kwargs) - {"mode", "options"})
             if unexpected:
-                raise TypeError(f"graphdispatch backend: unexpected arguments {unexpected}; "
-                                "valid: mode, options")
-            return Backend(kwargs.get("mode"), {**self.options, **config.normalize(kwargs.get("options"))})(
-                gm, example_inputs)
+                raise TypeError(
+                    f"graphdispatch backend: unexpected arguments {unexpected}; "
+                    "valid: mode, options"
+                )
+            return Backend(
+                kwargs.get("mode"), {**self.options, **config.normalize(kwargs.get("options"))}
+            )(gm, example_inputs)
         options = config.resolve(self.options)
         route, kind, reason = choose_route(options, example_inputs)
         ROUTE_SETUP[route]()
-        log.info("graphdispatch route %s (%s) for a graph of %d nodes", route, reason, len(gm.graph.nodes))
+        log.info(
+            "graphdispatch route %s (%s) for a graph of %d nodes",
+            route,
+            reason,
+            len(gm.graph.nodes),
+        )
         _count_route(route)
-        record = CompiledGraph(gm, list(example_inputs), route, reason,
-                               [input_name(n) for n in gm.graph.find_nodes(op="placeholder")])
+        record = CompiledGraph(
+            gm,
+            list(example_inputs),
+            route,
+            reason,
+            [input_name(n) for n in gm.graph.find_nodes(op="placeholder")],
+        )
         if route == ROUTE_DEFAULT:
             compiled = _inductor(gm, example_inputs, cudagraphs=False)
         else:

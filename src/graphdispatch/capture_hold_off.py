@@ -33,7 +33,8 @@ class _CaptureHoldOff:
                 gc.disable()
             for namespace in namespaces:
                 if hasattr(namespace, "empty_cache") and all(
-                        held is not namespace for held, _ in self._saved):
+                    held is not namespace for held, _ in self._saved
+                ):
                     self._saved.append((namespace, namespace.empty_cache))
                     namespace.empty_cache = _no_empty_cache
             self._depth += 1

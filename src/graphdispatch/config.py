@@ -75,66 +75,126 @@ def _tolerance(name: str, default: float, doc: str) -> Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("graph_only", bool, False, "Capture the FX graph as is, without compiling.",
-           aliases=("aclgraph_only",)),
-    Option("graph_with_compile", bool, False,
-           "Compile with Inductor (its own cudagraphs off), then capture; wins over graph_only.",
-           aliases=("aclgraph_with_compile",)),
-    Option("lazy_capture", bool, False,
-           "Capture at the first call instead of at compile time. Either way the graph reads "
-           "entry-owned buffers, never the caller's memory.", aliases=("aclgraph_lazy_capture",)),
-    _count("max_entries", 0,
-           "Cached graphs per compiled graph; 0 = unbounded; a full cache evicts.",
-           aliases=("aclgraph_max_entries",), runtime=True),
-    Option("eviction", str, "fifo", 'Which entry a full cache evicts: "fifo" (MindIE-SD\'s) or '
-           '"lru".', choices=("fifo", "lru"), runtime=True),
-    Option("safe_output_mode", bool, True,
-           "Return clones of the graph's outputs. When False the caller gets the graph's static "
-           "outputs; one still referenced when its entry replays again is first copied into "
-           "memory of its own.", runtime=True),
-    _count("warmup_iters", 1,
-           "Eager runs before capture, on a warmup stream apart from the capture stream, so lazy "
-           "library setup (cuBLAS handles) happens outside the capture (docs/usage.md, "
-           '"Workspaces"); 0 warns once on a device graph.', runtime=True),
-    Option("copy_stream", bool, True,
-           "Copy changed inputs on a dedicated stream ordered by events (no host synchronize).",
-           runtime=True),
-    Option("device_graph", str, "auto",
-           'Which device graph captures: "auto" (CUDA, else NPU, else torch.accelerator.Graph; '
-           'for CPU inputs on graph_only the CPU graph; never "emulated"), "cuda", "npu", '
-           '"accelerator", "cpu" (ops recorded once, replayed from C++), or "emulated" (re-runs '
-           "the work; tests, Inductor).",
-           choices=("auto", "cuda", "npu", "accelerator", "cpu", "emulated")),
-    _count("max_entry_bytes", 0,
-           "Bytes the cached graphs of one compiled graph may hold (input buffers plus the graph "
-           "pool memory each capture added, or its static outputs where there is no pool); 0 = "
-           "unbounded. Over it, eviction (as `eviction` says) drops entries; a single entry over "
-           "it is kept.", runtime=True),
-    _count("max_total_entry_bytes", 0,
-           "Bytes the cached graphs of every compiled graph of the process may hold together "
-           "(counted as max_entry_bytes counts them); 0 = unbounded. Over it, a capture evicts "
-           "across all compiled graphs, oldest (fifo) or least recently used (lru) first as its "
-           "`eviction` says; the entry just captured is kept. Two experts, regional compilation "
-           "and recompiles share one budget.", runtime=True),
-    _count("verify_replays", 0,
-           "The first K replays of each entry also run the non-graph path on copies of the "
-           "inputs and compare every output; a mismatch warns, disables the entry and returns "
-           "the non-graph result.", runtime=True),
-    _tolerance("verify_rtol", 1e-5,
-               "Relative tolerance of that comparison on the graph_with_compile route "
-               "(graph_only compares exactly): |replay - expected| <= verify_atol + verify_rtol "
-               "* |expected|."),
+    Option(
+        "graph_only",
+        bool,
+        False,
+        "Capture the FX graph as is, without compiling.",
+        aliases=("aclgraph_only",),
+    ),
+    Option(
+        "graph_with_compile",
+        bool,
+        False,
+        "Compile with Inductor (its own cudagraphs off), then capture; wins over graph_only.",
+        aliases=("aclgraph_with_compile",),
+    ),
+    Option(
+        "lazy_capture",
+        bool,
+        False,
+        "Capture at the first call instead of at compile time. Either way the graph reads "
+        "entry-owned buffers, never the caller's memory.",
+        aliases=("aclgraph_lazy_capture",),
+    ),
+    _count(
+        "max_entries",
+        0,
+        "Cached graphs per compiled graph; 0 = unbounded; a full cache evicts.",
+        aliases=("aclgraph_max_entries",),
+        runtime=True,
+    ),
+    Option(
+        "eviction",
+        str,
+        "fifo",
+        'Which entry a full cache evicts: "fifo" (MindIE-SD\'s) or "lru".',
+        choices=("fifo", "lru"),
+        runtime=True,
+    ),
+    Option(
+        "safe_output_mode",
+        bool,
+        True,
+        "Return clones of the graph's outputs. When False the caller gets the graph's static "
+        "outputs; one still referenced when its entry replays again is first copied into "
+        "memory of its own.",
+        runtime=True,
+    ),
+    _count(
+        "warmup_iters",
+        1,
+        "Eager runs before capture, on a warmup stream apart from the capture stream, so lazy "
+        "library setup (cuBLAS handles) happens outside the capture (docs/usage.md, "
+        '"Workspaces"); 0 warns once on a device graph.',
+        runtime=True,
+    ),
+    Option(
+        "copy_stream",
+        bool,
+        True,
+        "Copy changed inputs on a dedicated stream ordered by events (no host synchronize).",
+        runtime=True,
+    ),
+    Option(
+        "device_graph",
+        str,
+        "auto",
+        'Which device graph captures: "auto" (CUDA, else NPU, else torch.accelerator.Graph; '
+        'for CPU inputs on graph_only the CPU graph; never "emulated"), "cuda", "npu", '
+        '"accelerator", "cpu" (ops recorded once, replayed from C++), or "emulated" (re-runs '
+        "the work; tests, Inductor).",
+        choices=("auto", "cuda", "npu", "accelerator", "cpu", "emulated"),
+    ),
+    _count(
+        "max_entry_bytes",
+        0,
+        "Bytes the cached graphs of one compiled graph may hold (input buffers plus the graph "
+        "pool memory each capture added, or its static outputs where there is no pool); 0 = "
+        "unbounded. Over it, eviction (as `eviction` says) drops entries; a single entry over "
+        "it is kept.",
+        runtime=True,
+    ),
+    _count(
+        "max_total_entry_bytes",
+        0,
+        "Bytes the cached graphs of every compiled graph of the process may hold together "
+        "(counted as max_entry_bytes counts them); 0 = unbounded. Over it, a capture evicts "
+        "across all compiled graphs, oldest (fifo) or least recently used (lru) first as its "
+        "`eviction` says; the entry just captured is kept. Two experts, regional compilation "
+        "and recompiles share one budget.",
+        runtime=True,
+    ),
+    _count(
+        "verify_replays",
+        0,
+        "The first K replays of each entry also run the non-graph path on copies of the "
+        "inputs and compare every output; a mismatch warns, disables the entry and returns "
+        "the non-graph result.",
+        runtime=True,
+    ),
+    _tolerance(
+        "verify_rtol",
+        1e-5,
+        "Relative tolerance of that comparison on the graph_with_compile route "
+        "(graph_only compares exactly): |replay - expected| <= verify_atol + verify_rtol "
+        "* |expected|.",
+    ),
     _tolerance("verify_atol", 1e-6, "Absolute tolerance of that comparison (see verify_rtol)."),
     # PyTorch's cudagraph trees bound re-recording for the same reason
     # (triton.cudagraph_unexpected_rerecord_limit).
-    _count("max_recaptures", 8,
-           "Entries a compiled graph may lose, per input layout, because a tensor it reads in "
-           "place (a parameter, buffer or state tensor) was freed or replaced before a second "
-           "call replayed them: past it, calls with new addresses run without a graph (fallback "
-           "static_inputs_moving, one warning naming the input), until three calls in a row "
-           "bring the same addresses: the budget then refills and the graph captures again. New "
-           "weight sets that stay alive (module instances, experts sharing one graph) each get "
-           "an entry and do not count.", runtime=True),
+    _count(
+        "max_recaptures",
+        8,
+        "Entries a compiled graph may lose, per input layout, because a tensor it reads in "
+        "place (a parameter, buffer or state tensor) was freed or replaced before a second "
+        "call replayed them: past it, calls with new addresses run without a graph (fallback "
+        "static_inputs_moving, one warning naming the input), until three calls in a row "
+        "bring the same addresses: the budget then refills and the graph captures again. New "
+        "weight sets that stay alive (module instances, experts sharing one graph) each get "
+        "an entry and do not count.",
+        runtime=True,
+    ),
 )
 _BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
 ALIASES: dict[str, str] = {alias: option.name for option in OPTIONS for alias in option.aliases}
@@ -231,15 +291,19 @@ def normalize(options: Any, *, source: str = "options") -> dict[str, Any]:
     for key, value in options.items():
         name = canonical_key(key)
         if name in out and out[name] != value:
-            raise ValueError(f"graphdispatch {source}: option {name!r} given twice with different values")
+            raise ValueError(
+                f"graphdispatch {source}: option {name!r} given twice with different values"
+            )
         out[name] = check_value(name, value, key)
     return out
 
 
 def options_for_mode(mode: Any) -> dict[str, Any]:
     if mode is not None and not isinstance(mode, str):
-        raise TypeError(f"graphdispatch: mode must be a str or None, got {type(mode).__name__}"
-                        " (options go in options={...} or as keyword arguments)")
+        raise TypeError(
+            f"graphdispatch: mode must be a str or None, got {type(mode).__name__}"
+            " (options go in options={...} or as keyword arguments)"
+        )
     if mode not in MODES:
         valid = ", ".join(repr(m) for m in MODES)
         raise ValueError(f"graphdispatch: unknown mode {mode!r}; valid modes: {valid}")
@@ -255,8 +319,9 @@ def check(options: Any = None, *, mode: Any = None, **kwargs: Any) -> dict[str, 
     configuration at start-up rather than inside Dynamo (which wraps backend errors in
     ``BackendCompilerFailed``).
     """
-    return resolve(options_for_mode(mode), normalize(options),
-                   normalize(kwargs, source="keyword arguments"))
+    return resolve(
+        options_for_mode(mode), normalize(options), normalize(kwargs, source="keyword arguments")
+    )
 
 
 def defaults() -> dict[str, Any]:
@@ -302,8 +367,9 @@ def _parse_env(name: str, text: str) -> Any:
             return int(digits)
         except ValueError:  # more digits than int() converts: far outside every range
             low, high = _BY_NAME[name].low, _BY_NAME[name].high
-            raise ValueError(f"expected an integer in {_describe_range(low, high)}, "
-                             f"got {len(digits)} digits") from None
+            raise ValueError(
+                f"expected an integer in {_describe_range(low, high)}, got {len(digits)} digits"
+            ) from None
     if expected is float:
         number = text.strip()
         if not _DECIMAL_FLOAT.fullmatch(number):
@@ -324,7 +390,7 @@ def _read_environment() -> None:
         if not var.startswith(ENV_PREFIX):
             continue
         try:
-            name = canonical_key(var[len(ENV_PREFIX):].lower())
+            name = canonical_key(var[len(ENV_PREFIX) :].lower())
             value = check_value(name, _parse_env(name, text))
         except (TypeError, ValueError) as error:
             raise type(error)(f"environment variable {var}={text!r}: {error}") from None
@@ -377,8 +443,10 @@ class _ConfigModule(types.ModuleType):
 
     def __delattr__(self, name: str) -> None:
         if ALIASES.get(name, name) in _BY_NAME:
-            raise AttributeError(f"{__name__}.{name} is an option and cannot be deleted; "
-                                 "assign a value or use config.patch()")
+            raise AttributeError(
+                f"{__name__}.{name} is an option and cannot be deleted; "
+                "assign a value or use config.patch()"
+            )
         super().__delattr__(name)
 
     def __dir__(self) -> list[str]:

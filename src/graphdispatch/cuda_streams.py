@@ -45,15 +45,22 @@ def new_cuda_stream(device: str) -> int | None:
     """
     cudart = _cudart()
     if cudart is None:
-        log.info("graphdispatch: libcudart not found among loaded libraries; %s uses c10's "
-                 "stream pool, which user streams share", device)
+        log.info(
+            "graphdispatch: libcudart not found among loaded libraries; %s uses c10's "
+            "stream pool, which user streams share",
+            device,
+        )
         return None
     index = torch.device(device).index or 0
     stream = ctypes.c_void_p()
     with torch.cuda.device(index):
         error = cudart.cudaStreamCreateWithFlags(ctypes.byref(stream), 1)  # cudaStreamNonBlocking
     if error != 0:
-        log.info("graphdispatch: cudaStreamCreateWithFlags failed (error %d) on %s; c10's "
-                 "stream pool serves", error, device)
+        log.info(
+            "graphdispatch: cudaStreamCreateWithFlags failed (error %d) on %s; c10's "
+            "stream pool serves",
+            error,
+            device,
+        )
         return None
     return torch.cuda.ExternalStream(stream.value, device=index).stream_id

@@ -62,6 +62,7 @@ def progress(message: str) -> None:
 
 # ---- device and routes -----------------------------------------------------------------------
 
+
 def best_device() -> torch.device:
     if torch.cuda.is_available():
         return torch.device("cuda")
@@ -104,6 +105,7 @@ def compile_denoiser(tiny: TinyPipeline, route: Route) -> None:
 
 # ---- one pipeline on one route ---------------------------------------------------------------
 
+
 def synchronize(device: torch.device) -> None:
     if device.type != "cpu":
         torch.accelerator.synchronize(device)
@@ -126,8 +128,9 @@ def timed_call(tiny: TinyPipeline) -> tuple[torch.Tensor, list[float], float]:
     return images, steps, total
 
 
-def run_route(key: str, route: Route, steps: int, device: torch.device,
-              reference: torch.Tensor | None) -> tuple[dict[str, Any], torch.Tensor]:
+def run_route(
+    key: str, route: Route, steps: int, device: torch.device, reference: torch.Tensor | None
+) -> tuple[dict[str, Any], torch.Tensor]:
     """One route's result row and images; the pipeline is built afresh for it."""
     torch._dynamo.reset()
     graphdispatch.reset()
@@ -140,8 +143,10 @@ def run_route(key: str, route: Route, steps: int, device: torch.device,
     images, step_ms, _ = timed_call(tiny)
     stats = graphdispatch.stats()
     result = {
-        "pipeline": tiny.name, "model": type(getattr(tiny.model, "_orig_mod", tiny.model)).__name__,
-        "route": route.name, "graph": route.graph,
+        "pipeline": tiny.name,
+        "model": type(getattr(tiny.model, "_orig_mod", tiny.model)).__name__,
+        "route": route.name,
+        "graph": route.graph,
         "median_ms": statistics.median(step_ms) if step_ms else float("nan"),
         "first_call_s": first_call_s,
         "max_abs_diff": 0.0 if reference is None else (images - reference).abs().max().item(),
@@ -173,7 +178,9 @@ def check(result: dict[str, Any]) -> str | None:
     return None
 
 
-def run_pipeline(key: str, steps: int, device: torch.device, routes: list[Route]) -> list[dict[str, Any]]:
+def run_pipeline(
+    key: str, steps: int, device: torch.device, routes: list[Route]
+) -> list[dict[str, Any]]:
     results, reference = [], None
     for route in routes:
         result, images = run_route(key, route, steps, device, reference)
@@ -188,17 +195,21 @@ def run_pipeline(key: str, steps: int, device: torch.device, routes: list[Route]
 
 # ---- output ----------------------------------------------------------------------------------
 
+
 def table(device: torch.device, results: list[dict[str, Any]]) -> str:
-    header = (f"{'pipeline':<25} {'route':<19} {'device':<6} {'graph':<9} {'ms/step':>8} "
-              f"{'first s':>8} {'max|diff|':>10} {'calls':>5} {'captures':>8} {'replays':>7} "
-              f"{'fallbacks':>9}  check")
+    header = (
+        f"{'pipeline':<25} {'route':<19} {'device':<6} {'graph':<9} {'ms/step':>8} "
+        f"{'first s':>8} {'max|diff|':>10} {'calls':>5} {'captures':>8} {'replays':>7} "
+        f"{'fallbacks':>9}  check"
+    )
     lines = [header, "-" * len(header)]
     for r in results:
         lines.append(
             f"{r['pipeline']:<25} {r['route']:<19} {device.type:<6} {r['graph']:<9} "
             f"{r['median_ms']:>8.2f} {r['first_call_s']:>8.2f} {r['max_abs_diff']:>10.2e} "
             f"{r['model_calls']:>5} {r['captures']:>8} {r['replays']:>7} "
-            f"{sum(r['fallbacks'].values()):>9}  {r['failure'] or 'ok'}")
+            f"{sum(r['fallbacks'].values()):>9}  {r['failure'] or 'ok'}"
+        )
     return "\n".join(lines)
 
 
@@ -206,20 +217,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m graphdispatch.demo",
         description="Tiny random-weight diffusers pipelines (StableDiffusionPipeline, "
-                    "StableDiffusion3Pipeline, FluxPipeline) driven through their own __call__: "
-                    "eager, graphdispatch's default route and its graph route (the CPU graph "
-                    "on the CPU), with time per step, the difference from eager and the graph counters.",
+        "StableDiffusion3Pipeline, FluxPipeline) driven through their own __call__: "
+        "eager, graphdispatch's default route and its graph route (the CPU graph "
+        "on the CPU), with time per step, the difference from eager and the graph counters.",
         epilog=f"Pass rule: images within {ATOL:g} (max abs diff) of eager's; on the graph route "
-               "no fallbacks, one capture per graph, every later call a replay. Otherwise the "
-               "exit status is 1.")
-    parser.add_argument("--pipeline", choices=(*PIPELINES, "all"), default="all",
-                        help="which pipeline to run (default: all)")
-    parser.add_argument("--steps", type=int, default=4, help="denoising steps per call (default: 4)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="intra-op threads on the CPU (default: 1; 0 keeps PyTorch's choice). "
-                             "With more threads than idle cores, OpenMP barriers wait for "
-                             "descheduled threads and a step's time swings by 100x")
+        "no fallbacks, one capture per graph, every later call a replay. Otherwise the "
+        "exit status is 1.",
+    )
+    parser.add_argument(
+        "--pipeline",
+        choices=(*PIPELINES, "all"),
+        default="all",
+        help="which pipeline to run (default: all)",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=4, help="denoising steps per call (default: 4)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the table"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="intra-op threads on the CPU (default: 1; 0 keeps PyTorch's choice). "
+        "With more threads than idle cores, OpenMP barriers wait for "
+        "descheduled threads and a step's time swings by 100x",
+    )
     args = parser.parse_args(argv)
     if args.threads < 0:
         parser.error("--threads: expected >= 0")
@@ -243,19 +267,33 @@ def main(argv: list[str] | None = None) -> int:
     device = best_device()
     prepare_device(device, args.threads)
     keys = PIPELINES if args.pipeline == "all" else (args.pipeline,)
-    progress(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} intra-op "
-             f"threads, pipelines {', '.join(keys)}")
+    progress(
+        f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} intra-op "
+        f"threads, pipelines {', '.join(keys)}"
+    )
     results = [r for key in keys for r in run_pipeline(key, args.steps, device, routes_for(device))]
     ok = all(r["failure"] is None for r in results)
     if args.json:
-        print(json.dumps({"device": str(device), "pipelines": list(keys), "steps": args.steps,
-                          "threads": torch.get_num_threads(), "atol": ATOL, "results": results,
-                          "ok": ok}))
+        print(
+            json.dumps(
+                {
+                    "device": str(device),
+                    "pipelines": list(keys),
+                    "steps": args.steps,
+                    "threads": torch.get_num_threads(),
+                    "atol": ATOL,
+                    "results": results,
+                    "ok": ok,
+                }
+            )
+        )
     else:
         print(table(device, results))
-        print(f"\ntolerance: max abs diff of images vs eager <= {ATOL:g} (float32, images in "
-              f"[0, 1]); ms/step is the median over the second call's steps\n"
-              + ("ok" if ok else "FAILED"))
+        print(
+            f"\ntolerance: max abs diff of images vs eager <= {ATOL:g} (float32, images in "
+            f"[0, 1]); ms/step is the median over the second call's steps\n"
+            + ("ok" if ok else "FAILED")
+        )
     return 0 if ok else 1
 
 

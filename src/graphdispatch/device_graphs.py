@@ -42,7 +42,9 @@ def unavailable_reason(kind: str, device: torch.device) -> str | None:
             return "torch.npu.NPUGraph / torch.npu.graph missing or no NPU present"
         return None
     if kind == "accelerator":
-        accelerator = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+        accelerator = (
+            torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+        )
         if accelerator is None or accelerator.type != device.type:
             return f"no accelerator of type {device.type}"
         try:
@@ -55,12 +57,15 @@ def unavailable_reason(kind: str, device: torch.device) -> str | None:
 
 # Inductor's CPU code calls its generated C++ kernels directly, not through the dispatcher, so a
 # CPU graph would record the extern kernels around them and miss the rest.
-INDUCTOR_ON_CPU = ("Inductor's CPU kernels are not dispatcher ops, which a CPU graph records; "
-                   "Inductor's code runs without a graph (use graph_only for a CPU graph)")
+INDUCTOR_ON_CPU = (
+    "Inductor's CPU kernels are not dispatcher ops, which a CPU graph records; "
+    "Inductor's code runs without a graph (use graph_only for a CPU graph)"
+)
 
 
-def choose_kind(requested: str, device: torch.device,
-                compiled: bool = False) -> tuple[str | None, str]:
+def choose_kind(
+    requested: str, device: torch.device, compiled: bool = False
+) -> tuple[str | None, str]:
     """(kind, reason): the graph kind for ``device``, or (None, why there is none).
 
     ``compiled``: the graph to capture is Inductor's output (graph_with_compile), which the CPU
@@ -72,7 +77,9 @@ def choose_kind(requested: str, device: torch.device,
         reason = unavailable_reason(requested, device)
         return (None, reason) if reason else (requested, f"device_graph={requested!r}")
     if device.type == "cpu":
-        return (None, INDUCTOR_ON_CPU) if compiled else ("cpu", "auto: the CPU graph for CPU inputs")
+        return (
+            (None, INDUCTOR_ON_CPU) if compiled else ("cpu", "auto: the CPU graph for CPU inputs")
+        )
     reasons = []
     for kind in ("cuda", "npu", "accelerator"):
         reason = unavailable_reason(kind, device)
@@ -93,7 +100,9 @@ def warn_without_warmup(kind: str, warmup_iters: int) -> None:
     log.warning(
         "graphdispatch: warmup_iters=0 with %s graphs: the first capture then also creates "
         "library handles and workspaces (cuBLAS, cuDNN), which fails or records them into the "
-        "graph; keep warmup_iters >= 1 unless every kernel is known to need no lazy setup", kind)
+        "graph; keep warmup_iters >= 1 unless every kernel is known to need no lazy setup",
+        kind,
+    )
 
 
 def make_factory(kind: str) -> Any:

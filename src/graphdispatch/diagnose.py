@@ -20,9 +20,11 @@ import torch
 from .graph_analysis import describe_node
 
 # A graph break is not a fallback (each side is captured and replayed), but costs a launch.
-GRAPH_BREAK_ADVICE = ("each break splits the model into graphs, each a capture and a launch: "
-                      "remove the construct Dynamo names, or torch._dynamo.disable the part "
-                      "around it")
+GRAPH_BREAK_ADVICE = (
+    "each break splits the model into graphs, each a capture and a launch: "
+    "remove the construct Dynamo names, or torch._dynamo.disable the part "
+    "around it"
+)
 
 
 def advice(reason: str) -> str:
@@ -50,23 +52,28 @@ class Explanation:
 
     def __str__(self) -> str:
         fallbacks = sum(len(g["fallbacks"]) for g in self.graphs)
-        lines = [f"graphdispatch.explain: {len(self.graphs)} graph(s), "
-                 f"{len(self.graph_breaks)} graph break(s), {fallbacks} fallback reason(s)",
-                 "options: " + ", ".join(f"{k}={v!r}" for k, v in self.options.items()),
-                 "the call: " + _counters(self.stats)]
+        lines = [
+            f"graphdispatch.explain: {len(self.graphs)} graph(s), "
+            f"{len(self.graph_breaks)} graph break(s), {fallbacks} fallback reason(s)",
+            "options: " + ", ".join(f"{k}={v!r}" for k, v in self.options.items()),
+            "the call: " + _counters(self.stats),
+        ]
         for k, brk in enumerate(self.graph_breaks):
             lines.append(f"graph break {k}: {brk['reason']} at {brk['where']}")
             lines.append(f"  advice: {GRAPH_BREAK_ADVICE}")
         for g in self.graphs:
             lines.append("")
-            lines.append(f"graph {g['index']}: route {g['route']} ({g['route_reason']}), "
-                         f"{g['ops']} ops")
+            lines.append(
+                f"graph {g['index']}: route {g['route']} ({g['route_reason']}), {g['ops']} ops"
+            )
             lines.extend("  " + line for line in _inputs_table(g["inputs"]))
             lines.append(f"  entries ({len(g['entries'])}):")
             for e in g["entries"]:
                 state = "captured" if e["captured"] else f"refused ({e['reason']})"
-                lines.append(f"    {state}, {e['bytes']} bytes, {e['replays']} replay(s): "
-                             f"{_dynamic_part(e['signature'])}")
+                lines.append(
+                    f"    {state}, {e['bytes']} bytes, {e['replays']} replay(s): "
+                    f"{_dynamic_part(e['signature'])}"
+                )
                 if e["graph"]:
                     lines.append(f"      graph: {e['graph']}")
             if not g["fallbacks"]:
@@ -125,9 +132,13 @@ def _describe_input(position: int, value: Any, record: Any, name: str) -> dict[s
         "written": position in record.written,
         # What a replay copies in unless the caller passes the entry's buffer: an expanded
         # input only its unexpanded part (Note [Expanded tensors]).
-        "copy_bytes": value.element_size() * math.prod(
-            1 if stride == 0 else size for size, stride in zip(value.shape, value.stride())),
-        "shape": list(value.shape), "dtype": dtype, "strides": list(value.stride()),
+        "copy_bytes": value.element_size()
+        * math.prod(
+            1 if stride == 0 else size for size, stride in zip(value.shape, value.stride())
+        ),
+        "shape": list(value.shape),
+        "dtype": dtype,
+        "strides": list(value.stride()),
         "description": f"{list(value.shape)}/{dtype} strides {tuple(value.stride())}",
     }
 
@@ -142,18 +153,30 @@ def _fallbacks(record: Any, entries: list[dict[str, Any]]) -> list[dict[str, Any
         # The source line Dynamo traced the op from, when it kept one.
         source = (node.meta.get("stack_trace") or "").strip().splitlines()[-1:]
         where = f" ({source[0].strip()})" if source else ""
-        found.append({"reason": record.refusal, "scope": "graph", "position": None,
-                      "detail": f"at {describe_node(node)}{where}: every call of this graph "
-                                "runs without a graph",
-                      "advice": advice(record.refusal)})
+        found.append(
+            {
+                "reason": record.refusal,
+                "scope": "graph",
+                "position": None,
+                "detail": f"at {describe_node(node)}{where}: every call of this graph "
+                "runs without a graph",
+                "advice": advice(record.refusal),
+            }
+        )
     for e in entries:
         if e["captured"]:
             continue
         match = _INPUT_POSITION.match(e["detail"])
         detail = e["detail"].strip().splitlines()[0] if e["detail"].strip() else ""
-        found.append({"reason": e["reason"], "scope": "signature",
-                      "position": int(match.group(1)) if match else None,
-                      "detail": detail[:300], "advice": advice(e["reason"])})
+        found.append(
+            {
+                "reason": e["reason"],
+                "scope": "signature",
+                "position": int(match.group(1)) if match else None,
+                "detail": detail[:300],
+                "advice": advice(e["reason"]),
+            }
+        )
     return found
 
 
@@ -164,15 +187,18 @@ def _graph_report(index: int, record: Any) -> dict[str, Any]:
         "route": record.route,
         "route_reason": record.reason,
         "ops": sum(1 for n in record.gm.graph.nodes if n.op.startswith("call_")),
-        "inputs": [_describe_input(i, v, record, name) for i, (v, name) in
-                   enumerate(zip(record.example_inputs, record.names))],
+        "inputs": [
+            _describe_input(i, v, record, name)
+            for i, (v, name) in enumerate(zip(record.example_inputs, record.names))
+        ],
         "entries": entries,
         "fallbacks": _fallbacks(record, entries),
     }
 
 
-def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = None,
-            **kwargs: Any) -> Explanation:
+def explain(
+    model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = None, **kwargs: Any
+) -> Explanation:
     """Compiles ``model_or_fn`` with graphdispatch, calls it once with ``args``/``kwargs`` and
     reports what happened (see ``Explanation``).
 
@@ -204,8 +230,12 @@ def explain(model_or_fn: Callable, *args: Any, options: dict[str, Any] | None = 
     breaks = []
     for reason in dynamo.break_reasons:
         frame = reason.user_stack[-1] if reason.user_stack else None
-        breaks.append({"reason": str(reason.reason).strip().splitlines()[0],
-                       "where": f"{frame.filename}:{frame.lineno}" if frame else "unknown"})
+        breaks.append(
+            {
+                "reason": str(reason.reason).strip().splitlines()[0],
+                "where": f"{frame.filename}:{frame.lineno}" if frame else "unknown",
+            }
+        )
 
     records: list[Any] = []
     backend.on_graph = records.append

@@ -58,8 +58,14 @@ class FrameworkGraph:
     outputs, and intermediates the pool keeps), which ``max_entry_bytes`` counts.
     """
 
-    def __init__(self, graph: Any, capture_kwargs: dict[str, Any], spellings: list[Any],
-                 on_failed: Callable[[], None], reserved: Callable[[], int] | None = None):
+    def __init__(
+        self,
+        graph: Any,
+        capture_kwargs: dict[str, Any],
+        spellings: list[Any],
+        on_failed: Callable[[], None],
+        reserved: Callable[[], int] | None = None,
+    ):
         self._graph = graph
         self._capture_kwargs = capture_kwargs
         self._spellings = spellings
@@ -149,8 +155,12 @@ class FrameworkGraphFactory:
         if module is None:  # torch.accelerator: its device type's own module too
             accelerator = torch.accelerator.current_accelerator()
             module = getattr(torch, accelerator.type, None) if accelerator else None
-        found = [module, getattr(module, "memory", None), torch.accelerator,
-                 getattr(torch.accelerator, "memory", None)]
+        found = [
+            module,
+            getattr(module, "memory", None),
+            torch.accelerator,
+            getattr(torch.accelerator, "memory", None),
+        ]
         return [namespace for namespace in found if namespace is not None]
 
     def _new_graph(self, device: str, pool: Any) -> tuple[Any, dict[str, Any]]:
@@ -197,9 +207,13 @@ class FrameworkGraphFactory:
             except Exception as error:
                 # CUDA captures empty graphs (cudagraph trees rely on it); a framework that
                 # refuses one still gets captures, into a pool its graphs alone keep alive.
-                log.warning("graphdispatch: %s graphs on %s: an empty graph cannot hold the "
-                            "pool (%s); the pool then lives only as long as its graphs",
-                            self.name, device, error)
+                log.warning(
+                    "graphdispatch: %s graphs on %s: an empty graph cannot hold the "
+                    "pool (%s); the pool then lives only as long as its graphs",
+                    self.name,
+                    device,
+                    error,
+                )
                 held = (handle, None)
             finally:
                 HOLD_OFF.exit()
@@ -226,12 +240,19 @@ class FrameworkGraphFactory:
                 f"{torch.__version__} keeps routing allocations to its pool after a failed "
                 "capture (fixed in torch 2.12, pytorch#180395): torch.cuda.empty_cache() "
                 "raises until the process restarts. Later captures use a new pool.",
-                RuntimeWarning, stacklevel=2)
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def create(self, device: str) -> FrameworkGraph:
         graph, kwargs = self._new_graph(device, self._pool(device))
-        return FrameworkGraph(graph, kwargs, self._spellings(),
-                              lambda: self._retire_pool(device), self._reserved_bytes(device))
+        return FrameworkGraph(
+            graph,
+            kwargs,
+            self._spellings(),
+            lambda: self._retire_pool(device),
+            self._reserved_bytes(device),
+        )
 
     def _reserved_bytes(self, device: str) -> Callable[[], int] | None:
         """The device's reserved allocator bytes, as a function; None if it has no query."""

@@ -28,15 +28,18 @@ def is_static_input(node: torch.fx.Node, value: Any) -> bool:
     guard_source = getattr(source, "guard_source", None)
     if callable(guard_source):  # a method in some PyTorch versions, a property in others
         guard_source = guard_source()
-    return any(getattr(guard_source, check, lambda: False)()
-               for check in ("is_specialized_nn_module", "is_unspecialized_nn_module"))
+    return any(
+        getattr(guard_source, check, lambda: False)()
+        for check in ("is_specialized_nn_module", "is_unspecialized_nn_module")
+    )
 
 
 # Dynamo's source of a graph input: a local (`L['hidden_states']`), then module, parameter and
 # buffer accesses (group 1), attributes (2), items by key (3) or index (4).
 _LOCAL = re.compile(r"L\['([^']+)'\]")
 _ACCESS = re.compile(
-    r"\._(?:modules|parameters|buffers)\['([^']*)'\]|\.([A-Za-z_]\w*)|\['([^']*)'\]|\[(\d+)\]")
+    r"\._(?:modules|parameters|buffers)\['([^']*)'\]|\.([A-Za-z_]\w*)|\['([^']*)'\]|\[(\d+)\]"
+)
 
 
 def input_name(node: torch.fx.Node) -> str:
@@ -71,7 +74,9 @@ def input_name(node: torch.fx.Node) -> str:
 
 def marked_static_address(value: Any) -> bool:
     """True for a tensor the user marked with ``torch._dynamo.mark_static_address``."""
-    return isinstance(value, torch.Tensor) and bool(getattr(value, "_dynamo_static_input_type", None))
+    return isinstance(value, torch.Tensor) and bool(
+        getattr(value, "_dynamo_static_input_type", None)
+    )
 
 
 def graph_refusal(gm: torch.fx.GraphModule) -> tuple[str, torch.fx.Node] | None:
@@ -91,24 +96,37 @@ def graph_refusal(gm: torch.fx.GraphModule) -> tuple[str, torch.fx.Node] | None:
 
     for node in gm.graph.nodes:
         value = node.meta.get("example_value", node.meta.get("val"))
-        if any(isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
-               and free_unbacked_symbols(leaf) for leaf in pytree.tree_leaves(value)):
+        if any(
+            isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
+            and free_unbacked_symbols(leaf)
+            for leaf in pytree.tree_leaves(value)
+        ):
             return _C.FallbackReason.data_dependent.name, node
         # A generator appears as an argument, or as an attribute of the module (FX tracing).
         attribute = getattr(gm, node.target, None) if node.op == "get_attr" else None
         if isinstance(attribute, torch.Generator) or any(
-                isinstance(leaf, torch.Generator) for leaf in pytree.tree_leaves((node.args, node.kwargs))):
+            isinstance(leaf, torch.Generator)
+            for leaf in pytree.tree_leaves((node.args, node.kwargs))
+        ):
             return _C.FallbackReason.explicit_generator.name, node
     return None
 
 
 def describe_node(node: torch.fx.Node) -> str:
     """``node item (call_method item)``: how a log line or ``explain`` names an op."""
-    target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.target)
+    target = (
+        node.target
+        if isinstance(node.target, str)
+        else getattr(node.target, "__name__", node.target)
+    )
     return f"node {node.name} ({node.op} {target})"
 
 
-_UNMARKED_RUNNING_STATS = ("aten::native_batch_norm", "aten::cudnn_batch_norm", "aten::miopen_batch_norm")
+_UNMARKED_RUNNING_STATS = (
+    "aten::native_batch_norm",
+    "aten::cudnn_batch_norm",
+    "aten::miopen_batch_norm",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,11 +171,18 @@ def graph_effects(gm: torch.fx.GraphModule) -> Effects:
                 value = args[k] if k < len(args) else kwargs.get(arg.name)
                 writes = arg.alias_info is not None and arg.alias_info.is_write
                 # These schemas do not mark the running stats they update in training (arg 5).
-                writes = writes or (func._schema.name in _UNMARKED_RUNNING_STATS and k in (3, 4)
-                                    and len(args) > 5 and bool(args[5]))
+                writes = writes or (
+                    func._schema.name in _UNMARKED_RUNNING_STATS
+                    and k in (3, 4)
+                    and len(args) > 5
+                    and bool(args[5])
+                )
                 if writes:
-                    written.update(t.untyped_storage()._cdata for t in pytree.tree_leaves(value)
-                                   if isinstance(t, torch.Tensor))
+                    written.update(
+                        t.untyped_storage()._cdata
+                        for t in pytree.tree_leaves(value)
+                        if isinstance(t, torch.Tensor)
+                    )
             return func(*args, **kwargs)
 
     try:
@@ -168,8 +193,14 @@ def graph_effects(gm: torch.fx.GraphModule) -> Effects:
     except Exception as error:  # an op fake tensors cannot run: the caller assumes the worst
         log.info("could not work out what the graph writes and draws: %s", error)
         return Effects(None, True)
-    return Effects([i for i, c in enumerate(copies)
-                    if isinstance(c, torch.Tensor) and c.untyped_storage()._cdata in written], random)
+    return Effects(
+        [
+            i
+            for i, c in enumerate(copies)
+            if isinstance(c, torch.Tensor) and c.untyped_storage()._cdata in written
+        ],
+        random,
+    )
 
 
 def flat_output(gm: torch.fx.GraphModule) -> bool:
@@ -177,4 +208,5 @@ def flat_output(gm: torch.fx.GraphModule) -> bool:
     (output,) = gm.graph.find_nodes(op="output")
     result = output.args[0]
     return isinstance(result, (tuple, list)) and not any(
-        isinstance(item, (tuple, list, dict)) for item in result)
+        isinstance(item, (tuple, list, dict)) for item in result
+    )

@@ -34,8 +34,9 @@ def _call(compiled: Callable, input_set: Any) -> Any:
     return compiled(input_set)
 
 
-def warmup(compiled: Callable, inputs: Iterable[Any], *, progress: bool = True,
-           grad: bool = False) -> dict[str, Any]:
+def warmup(
+    compiled: Callable, inputs: Iterable[Any], *, progress: bool = True, grad: bool = False
+) -> dict[str, Any]:
     """Calls ``compiled`` once per input set so each signature is captured before serving.
 
     ``inputs``: the input sets, e.g. one per resolution a service allows; a tuple or list is

@@ -48,9 +48,16 @@ class TinyPipeline:
 
     def call_kwargs(self, on_step: Callable[[], None] | None = None) -> dict[str, Any]:
         """Arguments of one seeded call; ``on_step()`` runs after every denoising step."""
-        kwargs = dict(self.kwargs, num_inference_steps=self.steps, height=HEIGHT, width=WIDTH,
-                      output_type="pt", generator=torch.Generator(self.device).manual_seed(0))
+        kwargs = dict(
+            self.kwargs,
+            num_inference_steps=self.steps,
+            height=HEIGHT,
+            width=WIDTH,
+            output_type="pt",
+            generator=torch.Generator(self.device).manual_seed(0),
+        )
         if on_step is not None:
+
             def callback(pipe: Any, step: int, timestep: Any, tensors: dict) -> dict:
                 on_step()
                 return tensors
@@ -71,10 +78,18 @@ def _vae(shift_factor: float | None = None, scaling_factor: float = 0.18215) -> 
     from diffusers import AutoencoderKL
 
     return AutoencoderKL(
-        in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(8, 16),
-        down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
-        layers_per_block=1, norm_num_groups=8, sample_size=HEIGHT,
-        scaling_factor=scaling_factor, shift_factor=shift_factor)
+        in_channels=3,
+        out_channels=3,
+        latent_channels=4,
+        block_out_channels=(8, 16),
+        down_block_types=("DownEncoderBlock2D",) * 2,
+        up_block_types=("UpDecoderBlock2D",) * 2,
+        layers_per_block=1,
+        norm_num_groups=8,
+        sample_size=HEIGHT,
+        scaling_factor=scaling_factor,
+        shift_factor=shift_factor,
+    )
 
 
 def _embeddings(*shapes: tuple[int, ...]) -> list[torch.Tensor]:
@@ -85,19 +100,43 @@ def build_sd() -> tuple[Any, str, dict[str, Any]]:
     from diffusers import DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
 
     unet = UNet2DConditionModel(
-        sample_size=8, in_channels=4, out_channels=4, block_out_channels=(32, 64),
-        layers_per_block=1, cross_attention_dim=32, attention_head_dim=8, norm_num_groups=8,
+        sample_size=8,
+        in_channels=4,
+        out_channels=4,
+        block_out_channels=(32, 64),
+        layers_per_block=1,
+        cross_attention_dim=32,
+        attention_head_dim=8,
+        norm_num_groups=8,
         down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"))
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+    )
     scheduler = DDIMScheduler(
-        num_train_timesteps=1000, beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
-        clip_sample=False, set_alpha_to_one=False, steps_offset=1, prediction_type="v_prediction")
+        num_train_timesteps=1000,
+        beta_start=0.00085,
+        beta_end=0.012,
+        beta_schedule="scaled_linear",
+        clip_sample=False,
+        set_alpha_to_one=False,
+        steps_offset=1,
+        prediction_type="v_prediction",
+    )
     pipe = StableDiffusionPipeline(
-        vae=_vae(), text_encoder=None, tokenizer=None, unet=unet, scheduler=scheduler,
-        safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+        vae=_vae(),
+        text_encoder=None,
+        tokenizer=None,
+        unet=unet,
+        scheduler=scheduler,
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
     positive, negative = _embeddings((1, 4, 32), (1, 4, 32))
-    return pipe, "unet", {"prompt_embeds": positive, "negative_prompt_embeds": negative,
-                          "guidance_scale": 7.5}
+    return (
+        pipe,
+        "unet",
+        {"prompt_embeds": positive, "negative_prompt_embeds": negative, "guidance_scale": 7.5},
+    )
 
 
 def build_sd3() -> tuple[Any, str, dict[str, Any]]:
@@ -108,38 +147,84 @@ def build_sd3() -> tuple[Any, str, dict[str, Any]]:
     )
 
     transformer = SD3Transformer2DModel(
-        sample_size=8, patch_size=2, in_channels=4, out_channels=4, num_layers=2,
-        attention_head_dim=8, num_attention_heads=4, joint_attention_dim=32,
-        caption_projection_dim=32, pooled_projection_dim=16, pos_embed_max_size=8)
+        sample_size=8,
+        patch_size=2,
+        in_channels=4,
+        out_channels=4,
+        num_layers=2,
+        attention_head_dim=8,
+        num_attention_heads=4,
+        joint_attention_dim=32,
+        caption_projection_dim=32,
+        pooled_projection_dim=16,
+        pos_embed_max_size=8,
+    )
     pipe = StableDiffusion3Pipeline(
-        transformer=transformer, scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),
-        vae=_vae(shift_factor=0.0609, scaling_factor=1.5305), text_encoder=None, tokenizer=None,
-        text_encoder_2=None, tokenizer_2=None, text_encoder_3=None, tokenizer_3=None)
-    positive, negative, pooled, negative_pooled = _embeddings((1, 6, 32), (1, 6, 32), (1, 16), (1, 16))
-    return pipe, "transformer", {
-        "prompt_embeds": positive, "negative_prompt_embeds": negative,
-        "pooled_prompt_embeds": pooled, "negative_pooled_prompt_embeds": negative_pooled,
-        "guidance_scale": 5.0}
+        transformer=transformer,
+        scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),
+        vae=_vae(shift_factor=0.0609, scaling_factor=1.5305),
+        text_encoder=None,
+        tokenizer=None,
+        text_encoder_2=None,
+        tokenizer_2=None,
+        text_encoder_3=None,
+        tokenizer_3=None,
+    )
+    positive, negative, pooled, negative_pooled = _embeddings(
+        (1, 6, 32), (1, 6, 32), (1, 16), (1, 16)
+    )
+    return (
+        pipe,
+        "transformer",
+        {
+            "prompt_embeds": positive,
+            "negative_prompt_embeds": negative,
+            "pooled_prompt_embeds": pooled,
+            "negative_pooled_prompt_embeds": negative_pooled,
+            "guidance_scale": 5.0,
+        },
+    )
 
 
 def build_flux() -> tuple[Any, str, dict[str, Any]]:
     from diffusers import FlowMatchEulerDiscreteScheduler, FluxPipeline, FluxTransformer2DModel
 
     transformer = FluxTransformer2DModel(
-        patch_size=1, in_channels=16, num_layers=1, num_single_layers=1, attention_head_dim=8,
-        num_attention_heads=2, joint_attention_dim=32, pooled_projection_dim=16,
-        guidance_embeds=True, axes_dims_rope=(2, 2, 4))
+        patch_size=1,
+        in_channels=16,
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=8,
+        num_attention_heads=2,
+        joint_attention_dim=32,
+        pooled_projection_dim=16,
+        guidance_embeds=True,
+        axes_dims_rope=(2, 2, 4),
+    )
     # FLUX.1-dev's scheduler config: the shift depends on the image's sequence length.
     scheduler = FlowMatchEulerDiscreteScheduler(
-        shift=3.0, use_dynamic_shifting=True, base_shift=0.5, max_shift=1.15,
-        base_image_seq_len=256, max_image_seq_len=4096)
+        shift=3.0,
+        use_dynamic_shifting=True,
+        base_shift=0.5,
+        max_shift=1.15,
+        base_image_seq_len=256,
+        max_image_seq_len=4096,
+    )
     pipe = FluxPipeline(
-        scheduler=scheduler, vae=_vae(shift_factor=0.1159, scaling_factor=0.3611),
-        text_encoder=None, tokenizer=None, text_encoder_2=None, tokenizer_2=None,
-        transformer=transformer)
+        scheduler=scheduler,
+        vae=_vae(shift_factor=0.1159, scaling_factor=0.3611),
+        text_encoder=None,
+        tokenizer=None,
+        text_encoder_2=None,
+        tokenizer_2=None,
+        transformer=transformer,
+    )
     positive, pooled = _embeddings((1, 6, 32), (1, 16))
-    return pipe, "transformer", {"prompt_embeds": positive, "pooled_prompt_embeds": pooled,
-                                 "guidance_scale": 3.5}
+    return (
+        pipe,
+        "transformer",
+        {"prompt_embeds": positive, "pooled_prompt_embeds": pooled, "guidance_scale": 3.5},
+    )
 
 
 BUILDERS = {"sd": build_sd, "sd3": build_sd3, "flux": build_flux}

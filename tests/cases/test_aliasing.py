@@ -20,6 +20,7 @@ def assert_each_call_replayed_or_counted(calls=CALLS):
 
 # ---- C27: a written input aliases a lifted buffer --------------------------------------------
 
+
 class WritesInputReadsBuffer(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -30,11 +31,14 @@ class WritesInputReadsBuffer(torch.nn.Module):
         return self.buf.sum()
 
 
-@pytest.mark.parametrize("view", [
-    pytest.param(lambda buf: buf[0], id="element"),
-    pytest.param(lambda buf: buf[1:3], id="slice"),
-    pytest.param(lambda buf: buf, id="whole"),
-])
+@pytest.mark.parametrize(
+    "view",
+    [
+        pytest.param(lambda buf: buf[0], id="element"),
+        pytest.param(lambda buf: buf[1:3], id="slice"),
+        pytest.param(lambda buf: buf, id="whole"),
+    ],
+)
 def test_c27_written_input_that_views_a_buffer(view):
     model, eager = WritesInputReadsBuffer(), WritesInputReadsBuffer()
     G = compiled(model)
@@ -68,6 +72,7 @@ def test_c27_written_input_views_a_buffer_module_with_parameters():
 
 # ---- C28: a buffer that views another buffer -------------------------------------------------
 
+
 class KVCache(torch.nn.Module):
     def __init__(self, registered):
         super().__init__()
@@ -82,12 +87,16 @@ class KVCache(torch.nn.Module):
         return self.kv * 2  # reads kv, which k views
 
 
-@pytest.mark.parametrize("registered, options", [
-    pytest.param(True, GRAPH_ONLY, id="buffer-graph_only"),
-    pytest.param(False, GRAPH_ONLY, id="attribute-graph_only"),
-    pytest.param(True, GRAPH_WITH_COMPILE, id="buffer-graph_with_compile",
-                 marks=pytest.mark.inductor),
-])
+@pytest.mark.parametrize(
+    "registered, options",
+    [
+        pytest.param(True, GRAPH_ONLY, id="buffer-graph_only"),
+        pytest.param(False, GRAPH_ONLY, id="attribute-graph_only"),
+        pytest.param(
+            True, GRAPH_WITH_COMPILE, id="buffer-graph_with_compile", marks=pytest.mark.inductor
+        ),
+    ],
+)
 def test_c28_buffer_that_views_another_buffer(registered, options):
     model, eager = KVCache(registered), KVCache(registered)
     G = compiled(model, options)
@@ -122,6 +131,7 @@ def test_c28_written_row_of_a_buffer_then_the_buffer_read():
 
 
 # ---- no stricter: no overlap, or nothing written, is captured --------------------------------
+
 
 def assert_captured_once(calls=CALLS):
     s = stats()

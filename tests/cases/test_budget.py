@@ -22,7 +22,10 @@ class Expert(torch.nn.Module):
 
 def test_max_total_entry_bytes_is_an_option_default_off():
     assert graphdispatch.check_options({})["max_total_entry_bytes"] == 0
-    assert graphdispatch.check_options({"max-total-entry-bytes": 4096})["max_total_entry_bytes"] == 4096
+    assert (
+        graphdispatch.check_options({"max-total-entry-bytes": 4096})["max_total_entry_bytes"]
+        == 4096
+    )
     with pytest.raises(ValueError, match="max_total_entry_bytes"):
         graphdispatch.check_options({"max_total_entry_bytes": -1})
     with pytest.raises(TypeError, match="max_total_entry_bytes"):
@@ -77,17 +80,32 @@ def test_c49_regional_compilation_stays_under_one_budget():
 
     torch.manual_seed(0)
     model = FluxTransformer2DModel(
-        patch_size=1, in_channels=16, num_layers=2, num_single_layers=2, attention_head_dim=8,
-        num_attention_heads=2, joint_attention_dim=32, pooled_projection_dim=16,
-        guidance_embeds=True, axes_dims_rope=(2, 2, 4)).eval()
-    inputs = dict(hidden_states=torch.randn(1, 16, 16), encoder_hidden_states=torch.randn(1, 6, 32),
-                  pooled_projections=torch.randn(1, 16), timestep=torch.tensor([0.5]),
-                  guidance=torch.tensor([3.5]), img_ids=torch.zeros(16, 3), txt_ids=torch.zeros(6, 3),
-                  return_dict=False)
+        patch_size=1,
+        in_channels=16,
+        num_layers=2,
+        num_single_layers=2,
+        attention_head_dim=8,
+        num_attention_heads=2,
+        joint_attention_dim=32,
+        pooled_projection_dim=16,
+        guidance_embeds=True,
+        axes_dims_rope=(2, 2, 4),
+    ).eval()
+    inputs = dict(
+        hidden_states=torch.randn(1, 16, 16),
+        encoder_hidden_states=torch.randn(1, 6, 32),
+        pooled_projections=torch.randn(1, 16),
+        timestep=torch.tensor([0.5]),
+        guidance=torch.tensor([3.5]),
+        img_ids=torch.zeros(16, 3),
+        txt_ids=torch.zeros(6, 3),
+        return_dict=False,
+    )
     with torch.no_grad():
         expected = model(**inputs)[0]
-        model.compile_repeated_blocks(backend="graphdispatch", options={
-            "graph_only": True, "device_graph": "emulated"})
+        model.compile_repeated_blocks(
+            backend="graphdispatch", options={"graph_only": True, "device_graph": "emulated"}
+        )
         # Two warm calls: the single blocks see the second's input at another stride, so Dynamo
         # recompiles that graph with dynamic strides once (its own guard, not ours).
         for _ in range(2):
@@ -102,8 +120,14 @@ def test_c49_regional_compilation_stays_under_one_budget():
         budget = unbounded["entry_bytes"] // 2
         torch._dynamo.reset()
         graphdispatch.reset()
-        model.compile_repeated_blocks(backend="graphdispatch", options={
-            "graph_only": True, "device_graph": "emulated", "max_total_entry_bytes": budget})
+        model.compile_repeated_blocks(
+            backend="graphdispatch",
+            options={
+                "graph_only": True,
+                "device_graph": "emulated",
+                "max_total_entry_bytes": budget,
+            },
+        )
         for _ in range(2):
             assert torch.equal(model(**inputs)[0], expected)
             assert stats()["entry_bytes"] <= budget

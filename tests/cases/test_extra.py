@@ -13,12 +13,20 @@ def test_extra_diffusers_unet_bfloat16_two_held_results():
     from diffusers import UNet2DModel
 
     torch.manual_seed(0)
-    unet = UNet2DModel(
-        sample_size=8, in_channels=3, out_channels=3, layers_per_block=1,
-        block_out_channels=(16, 32), norm_num_groups=8,
-        down_block_types=("DownBlock2D", "AttnDownBlock2D"),
-        up_block_types=("AttnUpBlock2D", "UpBlock2D"),
-    ).to(torch.bfloat16).eval()
+    unet = (
+        UNet2DModel(
+            sample_size=8,
+            in_channels=3,
+            out_channels=3,
+            layers_per_block=1,
+            block_out_channels=(16, 32),
+            norm_num_groups=8,
+            down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+            up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+        )
+        .to(torch.bfloat16)
+        .eval()
+    )
     G = compiled(lambda sample, t: unet(sample, t).sample)
     s1, s2 = (torch.randn(2, 3, 8, 8, dtype=torch.bfloat16) for _ in range(2))
     t1, t2 = torch.tensor([10, 10]), torch.tensor([500, 500])
@@ -73,8 +81,10 @@ def test_extra_channels_last_and_expanded_float16_inputs():
     r = runner(fn, [False])
     with torch.no_grad():
         for _ in range(2):
-            for x in (torch.randn(2, 8, 5, 5, dtype=torch.float16).to(memory_format=torch.channels_last),
-                      torch.randn(2, 8, 5, 5, dtype=torch.float16)):
+            for x in (
+                torch.randn(2, 8, 5, 5, dtype=torch.float16).to(memory_format=torch.channels_last),
+                torch.randn(2, 8, 5, 5, dtype=torch.float16),
+            ):
                 got = r(x)[0]
                 torch.testing.assert_close(got, fn(x)[0])
         assert r.num_entries == 2  # one graph per layout

@@ -30,20 +30,35 @@ def assert_equal(got, expected):
 
 # ---- LoRA on a tiny Flux transformer (diffusers + peft) --------------------------------------
 
+
 def tiny_flux():
     from diffusers import FluxTransformer2DModel
 
     torch.manual_seed(0)
     return FluxTransformer2DModel(
-        patch_size=1, in_channels=16, num_layers=1, num_single_layers=1, attention_head_dim=8,
-        num_attention_heads=2, joint_attention_dim=32, pooled_projection_dim=16,
-        guidance_embeds=True, axes_dims_rope=(2, 2, 4)).eval()
+        patch_size=1,
+        in_channels=16,
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=8,
+        num_attention_heads=2,
+        joint_attention_dim=32,
+        pooled_projection_dim=16,
+        guidance_embeds=True,
+        axes_dims_rope=(2, 2, 4),
+    ).eval()
 
 
-FLUX_CALL = dict(hidden_states=torch.randn(1, 16, 16), encoder_hidden_states=torch.randn(1, 6, 32),
-                 pooled_projections=torch.randn(1, 16), timestep=torch.tensor([0.5]),
-                 guidance=torch.tensor([3.5]), img_ids=torch.zeros(16, 3),
-                 txt_ids=torch.zeros(6, 3), return_dict=False)
+FLUX_CALL = dict(
+    hidden_states=torch.randn(1, 16, 16),
+    encoder_hidden_states=torch.randn(1, 6, 32),
+    pooled_projections=torch.randn(1, 16),
+    timestep=torch.tensor([0.5]),
+    guidance=torch.tensor([3.5]),
+    img_ids=torch.zeros(16, 3),
+    txt_ids=torch.zeros(6, 3),
+    return_dict=False,
+)
 
 
 def lora_state_dict(seed, rank=4):
@@ -126,9 +141,11 @@ def test_pin_set_adapters_weights(flux_with_lora, graph_kind):
 def test_pin_fuse_and_unfuse_lora(flux_with_lora, graph_kind):
     model, G = flux_with_lora()
     if graph_kind == "cpu":
-        pytest.skip("a graph peft builds around fuse/unfuse reads a tensor value on the host "
-                    "(aten::_local_scalar_dense): a recording graph refuses that capture, as CUDA "
-                    "would; the pin holds on the emulated graph")
+        pytest.skip(
+            "a graph peft builds around fuse/unfuse reads a tensor value on the host "
+            "(aten::_local_scalar_dense): a recording graph refuses that capture, as CUDA "
+            "would; the pin holds on the emulated graph"
+        )
     model.fuse_lora(lora_scale=0.7)
     settled(G, model, **FLUX_CALL)
     model.unfuse_lora()
@@ -136,6 +153,7 @@ def test_pin_fuse_and_unfuse_lora(flux_with_lora, graph_kind):
 
 
 # ---- shapes and call patterns ----------------------------------------------------------------
+
 
 class Block(torch.nn.Module):
     def __init__(self, dim=8):
@@ -169,8 +187,12 @@ class ConvNet(torch.nn.Module):
 
 def test_pin_dynamic_true_across_resolutions():
     model = ConvNet()
-    G = torch.compile(model, backend="graphdispatch", dynamic=True,
-                      options={"graph_only": True, "device_graph": "emulated"})
+    G = torch.compile(
+        model,
+        backend="graphdispatch",
+        dynamic=True,
+        options={"graph_only": True, "device_graph": "emulated"},
+    )
     with torch.no_grad():
         for size in (8, 16, 8, 16, 12):
             x = torch.randn(1, 4, size, size)
@@ -248,6 +270,7 @@ def test_pin_tiled_vae_decode():
 
 # ---- C52: the extra capture HiDream makes on its second call ---------------------------------
 
+
 def expert(x, w):
     return torch.nn.functional.silu(x @ w)
 
@@ -257,8 +280,12 @@ def test_c52_second_call_capture_comes_from_dynamos_automatic_dynamic_shapes(dyn
     # Token counts per expert as HiDream's routing makes them: a new size on most steps. The
     # first size is compiled static; once the frame is recompiled dynamic, Dynamo tries that
     # graph first, so the first size is captured again by it on the second run, once.
-    G = torch.compile(expert, backend="graphdispatch", dynamic=dynamic,
-                      options={"graph_only": True, "device_graph": "emulated"})
+    G = torch.compile(
+        expert,
+        backend="graphdispatch",
+        dynamic=dynamic,
+        options={"graph_only": True, "device_graph": "emulated"},
+    )
     w = torch.randn(8, 8)
     runs = []
     for _ in range(3):

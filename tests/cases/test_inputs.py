@@ -174,12 +174,16 @@ def times(x, t):
     return x * t
 
 
-@pytest.mark.parametrize("values", [
-    [torch.tensor(1.0), torch.tensor(2.0), torch.tensor(3.0)],
-    [1.0, 2.0, 3.0],
-    [np.float32(1.0), np.float32(2.0), np.float32(3.0)],
-    [1, 2, 3],
-], ids=["0d_tensor", "float", "numpy_float32", "int"])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [torch.tensor(1.0), torch.tensor(2.0), torch.tensor(3.0)],
+        [1.0, 2.0, 3.0],
+        [np.float32(1.0), np.float32(2.0), np.float32(3.0)],
+        [1, 2, 3],
+    ],
+    ids=["0d_tensor", "float", "numpy_float32", "int"],
+)
 def test_c6_each_call_uses_the_current_scalar(values):
     G = compiled(times)
     x = torch.randn(16)
@@ -230,8 +234,11 @@ def test_c7_every_float_gets_its_own_result(fn):
         torch.testing.assert_close(G(x, s), fn(x, s))
 
 
-@pytest.mark.parametrize("values", [(0.5, 1.5, 2.5, 0.5), (2, 3, 4, 2), (True, False, True, True)],
-                         ids=["float", "int", "bool"])
+@pytest.mark.parametrize(
+    "values",
+    [(0.5, 1.5, 2.5, 0.5), (2, 3, 4, 2), (True, False, True, True)],
+    ids=["float", "int", "bool"],
+)
 def test_c7_runner_keys_on_the_value(values):
     def fn(x, s):
         return (rms_norm(x, float(s)),)

@@ -89,8 +89,13 @@ CHILD = textwrap.dedent("""
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_c32_real_sigint_during_the_first_call(graph_kind):
     script = CHILD.replace('"device_graph": "emulated"', f'"device_graph": "{graph_kind}"')
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    child = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     try:
         assert child.stdout.readline().strip() == "capturing"
         child.send_signal(signal.SIGINT)

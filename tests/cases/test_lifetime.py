@@ -22,6 +22,7 @@ def live_entries():
 
 # ---- C34: deleting a model frees its weights and its entries ---------------------------------
 
+
 def collected(weight):
     """After a garbage collection, the weight ``weight`` refers to is freed; the live entries."""
     gc.collect()
@@ -84,6 +85,7 @@ def test_c34_deleting_one_model_keeps_the_other_replaying():
 
 # ---- C35: a state tensor reassigned every call -----------------------------------------------
 
+
 class Decay(torch.nn.Module):
     def __init__(self, registered):
         super().__init__()
@@ -126,13 +128,18 @@ def test_c35_moving_state_recaptures_a_bounded_number_of_times(registered, max_r
     assert set(s["fallbacks"]) == {"static_inputs_moving"}, s["fallbacks"]
     assert fallbacks("static_inputs_moving") == calls - s["captures"]
     assert s["replays"] + fallbacks("static_inputs_moving") == calls, s
-    warnings = [r.getMessage() for r in caplog.records
-                if r.name == "graphdispatch" and r.levelno == logging.WARNING
-                and "static_inputs_moving" in r.getMessage()]
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "graphdispatch"
+        and r.levelno == logging.WARNING
+        and "static_inputs_moving" in r.getMessage()
+    ]
     assert len(warnings) == 1, warnings
 
 
 # ---- C41: one FX graph, several module instances ---------------------------------------------
+
 
 class RoundRobin(torch.nn.Module):
     def __init__(self, n=6):
@@ -164,6 +171,7 @@ def test_c41_instances_sharing_one_graph_each_replay():
 
 
 # ---- weights that move without dying, reloads, failed captures -----------------------------
+
 
 def test_weights_replaced_through_data_drop_their_entries():
     # Module.to(), .half() and CPU offload replace `param.data`: the tensor lives on, at a new
@@ -226,6 +234,7 @@ def test_models_used_after_a_few_one_shot_losses_still_capture():
 
 
 # ---- C47: weights that stop moving get their graph back -------------------------------------
+
 
 def test_c47_weights_that_settle_capture_again_and_replay():
     # LoRA rebinding (`.data =`) on every call for a while, as at start-up; then served as is.

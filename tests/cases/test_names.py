@@ -30,8 +30,11 @@ class Outer(torch.nn.Module):
 
 
 def warnings_of(caplog, reason):
-    return [r.getMessage() for r in caplog.records
-            if r.name == "graphdispatch" and r.levelno == logging.WARNING and reason in r.getMessage()]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "graphdispatch" and r.levelno == logging.WARNING and reason in r.getMessage()
+    ]
 
 
 def test_c48_recapture_warning_names_the_buffer_by_module_path(caplog):
@@ -63,5 +66,7 @@ def test_c48_fallback_warning_and_explain_name_the_argument(caplog):
     position = names["encoder_hidden_states"]
     (fallback,) = graph["fallbacks"]
     assert fallback["position"] == position
-    assert fallback["detail"].startswith(f"input {position} (encoder_hidden_states): [2, 8]/float32")
+    assert fallback["detail"].startswith(
+        f"input {position} (encoder_hidden_states): [2, 8]/float32"
+    )
     assert f"{position} encoder_hidden_states: dynamic" in str(report)

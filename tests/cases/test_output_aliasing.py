@@ -31,17 +31,20 @@ def assert_same_sharing(got, expected, same_storage_objects=True):
             if _same_storage(expected[i], expected[j]):
                 distance = got[j].data_ptr() - got[i].data_ptr()
                 eager_distance = expected[j].data_ptr() - expected[i].data_ptr()
-                assert distance == eager_distance, \
+                assert distance == eager_distance, (
                     f"outputs {i} and {j}: {distance} bytes apart, eager {eager_distance}"
+                )
                 if same_storage_objects:
-                    assert _same_storage(got[i], got[j]), \
+                    assert _same_storage(got[i], got[j]), (
                         f"outputs {i} and {j}: one storage in eager"
+                    )
             else:
                 (a0, a1), (b0, b1) = _span(got[i]), _span(got[j])
                 assert a1 <= b0 or b1 <= a0, f"outputs {i} and {j} overlap; eager's are independent"
 
 
 # ---- C30: an output fed back into a forward that mutates its input ---------------------------
+
 
 def add_one_then_double(x):
     x.add_(1)
@@ -81,6 +84,7 @@ def test_c30_recurrent_state_fed_back_each_step(safe):
 
 # ---- C31: unsafe outputs are fresh tensor objects each call ----------------------------------
 
+
 def square(x):
     return x @ x
 
@@ -98,8 +102,9 @@ def test_c31_unsafe_output_unsqueeze_does_not_change_the_next_output():
     assert stats()["captures"] == 1 and stats()["replays"] == 2 and stats()["fallbacks"] == {}
 
 
-@pytest.mark.parametrize("size, grows", [((2, 3), False), ((16, 16), True)],
-                         ids=["smaller", "larger"])
+@pytest.mark.parametrize(
+    "size, grows", [((2, 3), False), ((16, 16), True)], ids=["smaller", "larger"]
+)
 def test_c31_unsafe_output_resize_then_next_call_works(size, grows):
     G = compiled(square, safe_output_mode=False)
     x = torch.randn(4, 4)
@@ -146,6 +151,7 @@ def test_c31_unsafe_outputs_are_new_objects_over_the_static_storage():
 
 
 # ---- C37: outputs that view one another keep eager's aliasing and strides --------------------
+
 
 def write_first_and_compare(G, fn, x, safe):
     """G(x) against fn(x): layouts and sharing as eager's; then a write to the first output
@@ -208,10 +214,13 @@ def independent(x):
     return x + 1, x * 2, (x @ x.t()).t()
 
 
-@pytest.mark.parametrize("options", [
-    pytest.param(GRAPH_ONLY, id="graph_only"),
-    pytest.param(GRAPH_WITH_COMPILE, id="graph_with_compile", marks=pytest.mark.inductor),
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param(GRAPH_ONLY, id="graph_only"),
+        pytest.param(GRAPH_WITH_COMPILE, id="graph_with_compile", marks=pytest.mark.inductor),
+    ],
+)
 def test_c37_outputs_that_do_not_alias_stay_independent(options):
     G = compiled(independent, options)
     for _ in range(3):

@@ -47,8 +47,9 @@ class TextEncoderLike(torch.nn.Module):
     def __init__(self, dim=64, vocab=100):
         super().__init__()
         self.embed = torch.nn.Embedding(vocab, dim)
-        self.layer = torch.nn.TransformerEncoderLayer(dim, nhead=4, dim_feedforward=128,
-                                                      batch_first=True, dropout=0.0)
+        self.layer = torch.nn.TransformerEncoderLayer(
+            dim, nhead=4, dim_feedforward=128, batch_first=True, dropout=0.0
+        )
         self.norm = torch.nn.LayerNorm(dim)
 
     def forward(self, ids):

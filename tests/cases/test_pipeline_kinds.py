@@ -9,6 +9,7 @@ from cases_helpers import ROUTES, assert_same_layout, compiled, fallbacks, stats
 
 # ---- C21: expanded (zero-stride) inputs ------------------------------------------------------
 
+
 @pytest.mark.parametrize("options", ROUTES)
 def test_c21_expanded_inputs_capture_once_and_replay(options):
     def step(latents, timestep, guidance):  # Flux passes both as t.expand(batch)
@@ -20,7 +21,9 @@ def test_c21_expanded_inputs_capture_once_and_replay(options):
         timestep = torch.tensor(value).expand(3)
         guidance = torch.full([1], 3.5 * value).expand(3)
         assert timestep.stride() == (0,)
-        torch.testing.assert_close(G(latents, timestep, guidance), step(latents, timestep, guidance))
+        torch.testing.assert_close(
+            G(latents, timestep, guidance), step(latents, timestep, guidance)
+        )
     assert stats()["fallbacks"] == {}
     assert stats()["captures"] == 1 and stats()["replays"] == 3
     # Only the unexpanded part is copied: one float per expanded input per call.
@@ -64,14 +67,18 @@ def test_fallbacks_warn_once_per_graph_and_reason_naming_the_input(caplog):
             x = torch.randn(4, 3, requires_grad=True)  # grad mode on: eager records autograd
             torch.testing.assert_close(G(x, w), f(x, w))
     assert stats()["fallbacks"] == {"requires_grad": 3}  # counted per call
-    warnings = [r.getMessage() for r in caplog.records
-                if r.levelno == logging.WARNING and "requires_grad" in r.getMessage()]
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "requires_grad" in r.getMessage()
+    ]
     assert len(warnings) == 1, warnings  # said once
     assert "input 0 (x): [4, 3]/float32 strides (3, 1)" in warnings[0]  # named (C48)
     assert "torch.no_grad()" in warnings[0]
 
 
 # ---- C22: expanded outputs -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("safe", [True, False], ids=["safe", "unsafe"])
 @pytest.mark.parametrize("options", ROUTES)
@@ -105,6 +112,7 @@ def test_c22_graph_break_after_expand():
 
 # ---- C23: views of one tensor at several offsets ---------------------------------------------
 
+
 def test_c23_timestep_views_at_offsets_capture_once():
     def f(x, t):
         return x * t
@@ -125,13 +133,15 @@ def test_c23_static_inputs_keep_alignment_in_the_key():
     with torch.no_grad():
         G(x)
         storage = torch.empty(17)
-        layer.weight = torch.nn.Parameter(storage[1:].view(4, 4).copy_(layer.weight),
-                                          requires_grad=False)
+        layer.weight = torch.nn.Parameter(
+            storage[1:].view(4, 4).copy_(layer.weight), requires_grad=False
+        )
         torch.testing.assert_close(G(x), x @ layer.weight.t())
     assert stats()["fallbacks"] == {}
 
 
 # ---- C24: `self.n += 1` on a buffer ----------------------------------------------------------
+
 
 class Counter(torch.nn.Module):
     def __init__(self):
@@ -161,6 +171,7 @@ def test_c24_augmented_assignment_on_a_buffer_is_captured(options):
 
 # ---- C25: calls under inference mode ---------------------------------------------------------
 
+
 def test_c25_inference_mode_calls_use_the_compile_time_capture():
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 4))
     G = compiled(model)
@@ -177,8 +188,8 @@ def test_c25_inference_mode_calls_use_the_compile_time_capture():
     assert stats()["captures"] == sum(stats()["routes"].values()) == 2
 
 
-
 # ---- C39: views of one storage that share no byte --------------------------------------------
+
 
 def test_c39_disjoint_views_of_one_tensor_are_captured():
     def f(a, b, c):
@@ -207,6 +218,7 @@ def test_c39_overlapping_views_still_fall_back():
 
 
 # ---- C36: tensors marked with mark_static_address --------------------------------------------
+
 
 def test_c36_marked_static_tensors_are_never_copied_and_written_once_per_call():
     def step(cache, calls, x, pos):

@@ -26,6 +26,7 @@ def no_random_ops(x):
 
 # ---- C29: captures on one thread, draws on another ------------------------------------------
 
+
 def test_c29_captures_without_random_ops_never_rewind_another_threads_draws():
     G = torch.compile(no_random_ops, backend="graphdispatch", options=GRAPH_ONLY, dynamic=True)
     G(torch.ones(2, 3))  # Dynamo traces here, once: its own RNG save/restore is not under test
@@ -67,6 +68,7 @@ def test_c29_captures_without_random_ops_never_rewind_another_threads_draws():
 
 # ---- with random ops: a seed reproduces eager, cold or warm cache ----------------------------
 
+
 class NoisyBlock(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -104,7 +106,7 @@ def test_c29_random_ops_are_reproducible_from_a_seed_whatever_the_cache_state():
 
 # ---- C33: fork while another thread is inside the generator ----------------------------------
 
-FORK_SCRIPT = FORK_HELPER + textwrap.dedent('''
+FORK_SCRIPT = FORK_HELPER + textwrap.dedent("""
     import json, threading, time
     import torch, graphdispatch
 
@@ -142,7 +144,7 @@ FORK_SCRIPT = FORK_HELPER + textwrap.dedent('''
     stop.set()
     drawing.join()  # exiting while it is inside torch.randn can abort the interpreter's exit
     print(json.dumps(report), flush=True)
-''')
+""")
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
@@ -151,8 +153,9 @@ def test_c33_child_forked_while_a_thread_draws_does_not_hang_on_its_first_captur
     env["OMP_NUM_THREADS"] = "1"
     script = FORK_SCRIPT.replace('"device_graph": "emulated"', f'"device_graph": "{graph_kind}"')
     try:
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              timeout=150, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=150, env=env
+        )
     except subprocess.TimeoutExpired as error:
         pytest.fail(f"the fork script itself hung: {error}")
     assert proc.returncode == 0, proc.stderr[-3000:]

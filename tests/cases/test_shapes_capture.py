@@ -147,8 +147,9 @@ def times_item(x):
 @pytest.mark.parametrize("fn", [mask_sum, nonzero, times_item])
 def test_c12_uncapturable_ops_give_eager_results(fn, in_graph):
     G = compiled(fn)
-    with torch._dynamo.config.patch(capture_scalar_outputs=in_graph,
-                                    capture_dynamic_output_shape_ops=in_graph):
+    with torch._dynamo.config.patch(
+        capture_scalar_outputs=in_graph, capture_dynamic_output_shape_ops=in_graph
+    ):
         for _ in range(3):
             x = torch.randn(16)
             torch.testing.assert_close(G(x), fn(x))

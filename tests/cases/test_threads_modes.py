@@ -197,8 +197,9 @@ def test_a_compiled_function_called_inside_another_ones_capture_runs_without_dea
     import sys
 
     script = NESTED_SCRIPT.replace('"device_graph": "emulated"', f'"device_graph": "{graph_kind}"')
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=180
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     replays, fallbacks = proc.stdout.split(maxsplit=1)
     assert int(replays) >= 3 and fallbacks.strip() == "{}"

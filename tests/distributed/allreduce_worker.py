@@ -33,8 +33,12 @@ def main(out_dir: str) -> None:
     torch.manual_seed(rank)  # different weights per rank: the reduction must really happen
     model = ReduceMLP().eval()
     # dynamic=False, as fixed-shape serving compiles: one graph per batch size.
-    compiled = torch.compile(model, backend="graphdispatch", dynamic=False,
-                             options={"graph_only": True, "device_graph": "emulated"})
+    compiled = torch.compile(
+        model,
+        backend="graphdispatch",
+        dynamic=False,
+        options={"graph_only": True, "device_graph": "emulated"},
+    )
     diffs, shapes = [], []
     generator = torch.Generator().manual_seed(100 + rank)
     with torch.no_grad():

@@ -26,18 +26,39 @@ def main(out_dir: str) -> None:
 
     torch.manual_seed(0)  # the same weights and inputs on every rank, as a real job loads them
     model = FluxTransformer2DModel(
-        patch_size=1, in_channels=16, num_layers=1, num_single_layers=1, attention_head_dim=8,
-        num_attention_heads=2, joint_attention_dim=32, pooled_projection_dim=16,
-        guidance_embeds=True, axes_dims_rope=(2, 2, 4)).eval()
+        patch_size=1,
+        in_channels=16,
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=8,
+        num_attention_heads=2,
+        joint_attention_dim=32,
+        pooled_projection_dim=16,
+        guidance_embeds=True,
+        axes_dims_rope=(2, 2, 4),
+    ).eval()
     model.enable_parallelism(config=ContextParallelConfig(ulysses_degree=2))
-    calls = [dict(hidden_states=torch.randn(1, 16, 16), encoder_hidden_states=torch.randn(1, 6, 32),
-                  pooled_projections=torch.randn(1, 16), timestep=torch.tensor([t]),
-                  guidance=torch.tensor([3.5]), img_ids=torch.zeros(16, 3),
-                  txt_ids=torch.zeros(6, 3), return_dict=False) for t in (0.9, 0.6, 0.3, 0.1)]
+    calls = [
+        dict(
+            hidden_states=torch.randn(1, 16, 16),
+            encoder_hidden_states=torch.randn(1, 6, 32),
+            pooled_projections=torch.randn(1, 16),
+            timestep=torch.tensor([t]),
+            guidance=torch.tensor([3.5]),
+            img_ids=torch.zeros(16, 3),
+            txt_ids=torch.zeros(6, 3),
+            return_dict=False,
+        )
+        for t in (0.9, 0.6, 0.3, 0.1)
+    ]
     with torch.no_grad():
         expected = [model(**kwargs)[0] for kwargs in calls]
-        compiled = torch.compile(model, backend="graphdispatch", dynamic=False,
-                                 options={"graph_only": True, "device_graph": "emulated"})
+        compiled = torch.compile(
+            model,
+            backend="graphdispatch",
+            dynamic=False,
+            options={"graph_only": True, "device_graph": "emulated"},
+        )
         equal = [torch.equal(compiled(**kwargs)[0], want) for kwargs, want in zip(calls, expected)]
     with open(f"{out_dir}/rank{rank}.json", "w") as f:
         json.dump({"rank": rank, "equal": equal, "stats": graphdispatch.stats()}, f)

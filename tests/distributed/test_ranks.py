@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
-                                reason="needs torch.distributed with gloo")
+pytestmark = pytest.mark.skipif(
+    not dist.is_available() or not dist.is_gloo_available(),
+    reason="needs torch.distributed with gloo",
+)
 
 
 def run_two_ranks(worker: str, tmp_path: Path) -> None:
@@ -19,9 +21,21 @@ def run_two_ranks(worker: str, tmp_path: Path) -> None:
     report to ``tmp_path / f"rank{r}.json"``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         str(Path(__file__).with_name(worker)), str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=240)
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(Path(__file__).with_name(worker)),
+            str(tmp_path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 

@@ -28,14 +28,20 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def run_script(code: str, *, env: dict[str, str] | None = None, check: bool = True) -> dict:
     """Runs ``code`` in a fresh ``sys.executable`` and returns the JSON of its last stdout line."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=SCRIPT_TIMEOUT_S, env=env or clean_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=SCRIPT_TIMEOUT_S,
+        env=env or clean_env(),
+    )
     if check and proc.returncode != 0:
-        pytest.fail(f"script exited {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+        pytest.fail(
+            f"script exited {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+        )
     lines = proc.stdout.strip().splitlines()
     if not lines:
         pytest.fail(f"script printed nothing (rc={proc.returncode})\n--- stderr\n{proc.stderr}")
     result = json.loads(lines[-1])
     result["_returncode"] = proc.returncode
     return result
-

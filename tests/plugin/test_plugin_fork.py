@@ -8,7 +8,9 @@ from fork_child import FORK_HELPER
 
 
 def test_fork_after_import_child_uses_api(run_py):  # C20(a)
-    out = run_py(FORK_HELPER + """
+    out = run_py(
+        FORK_HELPER
+        + """
 import torch
 import graphdispatch
 
@@ -21,11 +23,14 @@ def child():
     return {"max_entries": opts["max_entries"], "ok": ok, "captures": graphdispatch.stats()["captures"]}
 
 print(json.dumps({"child": in_child(child, timeout=10)}))
-""")
+"""
+    )
     assert out["child"] == {"ok": True, "value": {"max_entries": 2, "ok": True, "captures": 1}}
 
 
-LOCK_HELD_AT_FORK = FORK_HELPER + """
+LOCK_HELD_AT_FORK = (
+    FORK_HELPER
+    + """
 import threading
 import torch
 import graphdispatch
@@ -97,6 +102,7 @@ print(json.dumps({"child": result, "parent_step_done": step.done,
                   "parent_ok": bool(torch.allclose(fn(y), (y + 1) * 2)),
                   "parent_captures": graphdispatch.stats()["captures"]}))
 """
+)
 
 
 def test_lock_held_by_parent_thread_at_fork(run_py):  # C20(b)
@@ -109,7 +115,9 @@ def test_lock_held_by_parent_thread_at_fork(run_py):  # C20(b)
 
 
 def test_child_never_replays_parent_graphs(run_py):  # C20(d)
-    out = run_py(FORK_HELPER + """
+    out = run_py(
+        FORK_HELPER
+        + """
 import torch
 import graphdispatch
 from graphdispatch import backend
@@ -136,7 +144,8 @@ parent_ok = bool(torch.allclose(c(y), f(y)))
 print(json.dumps({"child": result, "parent_before": parent_before,
                   "parent_after": {"entries": sum(r.num_entries for r in list(backend._RUNNERS)),
                                    "captures": graphdispatch.stats()["captures"], "ok": parent_ok}}))
-""")
+"""
+    )
     assert out["parent_before"] == {"entries": 1, "captures": 1}
     child = out["child"]
     assert child["ok"] is True, child
@@ -151,7 +160,9 @@ print(json.dumps({"child": result, "parent_before": parent_before,
 def test_after_fork_hook_takes_no_lock_and_does_not_log(run_py):
     # Every lock the hooks could touch is held by a parent thread, and logging's handlers are
     # replaced by one that records: the child's hooks must finish without either.
-    out = run_py(FORK_HELPER + """
+    out = run_py(
+        FORK_HELPER
+        + """
 import logging, threading
 import torch
 import graphdispatch
@@ -170,9 +181,12 @@ def child():
             "steps_running": [s.name for s in list(_once._ALL) if s._running]}
 records.clear()
 print(json.dumps({"child": in_child(child, timeout=10)}))
-""")
+"""
+    )
     value = out["child"]["value"]
     assert value["records"] == []
-    assert value["hooks"] == ["graphdispatch.backend._after_fork_in_child",
-                              "graphdispatch.framework_graphs._after_fork_in_child"]
+    assert value["hooks"] == [
+        "graphdispatch.backend._after_fork_in_child",
+        "graphdispatch.framework_graphs._after_fork_in_child",
+    ]
     assert value["steps_running"] == []

@@ -84,8 +84,11 @@ def test_route_setups_are_ordered_and_inductor_free_for_graph_only():
     from graphdispatch import backend
 
     names = {route: [s.name for s in setup.steps] for route, setup in backend.ROUTE_SETUP.items()}
-    assert names == {"graph_only": ["extension"], "graph_with_compile": ["extension", "inductor"],
-                     "default": ["inductor"]}
+    assert names == {
+        "graph_only": ["extension"],
+        "graph_with_compile": ["extension", "inductor"],
+        "default": ["inductor"],
+    }
 
 
 CONCURRENT_COMPILES = """

@@ -35,8 +35,13 @@ __all__ = ["CompilationConfig", "MindieSDBackend", "create_aclgraph_backend", "n
 
 # MindIE-SD's switches (its compiliation_config.py). Each is a graphdispatch.config attribute: an
 # alias of graph_only, graph_with_compile, lazy_capture, max_entries, or safe_output_mode itself.
-SWITCHES = ("aclgraph_only", "aclgraph_with_compile", "aclgraph_lazy_capture",
-            "aclgraph_max_entries", "safe_output_mode")
+SWITCHES = (
+    "aclgraph_only",
+    "aclgraph_with_compile",
+    "aclgraph_lazy_capture",
+    "aclgraph_max_entries",
+    "safe_output_mode",
+)
 
 
 def _switch(name: str) -> str:
@@ -44,8 +49,9 @@ def _switch(name: str) -> str:
         return name
     close = difflib.get_close_matches(name, SWITCHES, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise AttributeError(f"CompilationConfig has no switch {name!r}{hint}; switches: "
-                         f"{', '.join(SWITCHES)}")
+    raise AttributeError(
+        f"CompilationConfig has no switch {name!r}{hint}; switches: {', '.join(SWITCHES)}"
+    )
 
 
 class _Switches(type):
@@ -128,5 +134,9 @@ def npu_graph_available() -> bool:
     import torch
 
     npu = getattr(torch, "npu", None)
-    return bool(npu is not None and hasattr(npu, "NPUGraph") and hasattr(npu, "graph")
-                and npu.is_available())
+    return bool(
+        npu is not None
+        and hasattr(npu, "NPUGraph")
+        and hasattr(npu, "graph")
+        and npu.is_available()
+    )

@@ -35,9 +35,8 @@ PathMap parse_path_map(const std::string& text) {
   return map;
 }
 
-void add_report_options(CLI::App& app, Options& options, std::string& format,
-                        std::string& color, std::vector<std::string>& test_globs,
-                        std::vector<std::string>& path_maps) {
+void add_report_options(CLI::App& app, Options& options, std::string& format, std::string& color,
+                        std::vector<std::string>& test_globs, std::vector<std::string>& path_maps) {
   app.add_option("--repo", options.repo, "Repository (or a directory inside it)")
       ->type_name("DIR")
       ->capture_default_str();
@@ -108,10 +107,11 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
       ->type_name("RANGE");
 
   CLI::App* find = app.add_subcommand(
-      "find", "Find the ports of COMMIT (a merge: against its first parent) on branches:\n"
-              "commits whose message says \"(cherry picked from commit <COMMIT>)\", whose\n"
-              "stable patch-id equals COMMIT's, whose changed lines are identical by the\n"
-              "report's rule, or (a hint) with COMMIT's subject. With --report, compare them.");
+      "find",
+      "Find the ports of COMMIT (a merge: against its first parent) on branches:\n"
+      "commits whose message says \"(cherry picked from commit <COMMIT>)\", whose\n"
+      "stable patch-id equals COMMIT's, whose changed lines are identical by the\n"
+      "report's rule, or (a hint) with COMMIT's subject. With --report, compare them.");
   find->add_option("COMMIT", options.find_commit, "The original commit")
       ->type_name("COMMIT")
       ->required();
@@ -154,8 +154,9 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
     if (options.source.empty()) throw Error("usage: SOURCE is required (see --help)");
     if (options.targets.empty()) throw Error("usage: TARGET is required (see --help)");
     if (!options.labels.empty() && options.targets.size() != 1)
-      throw Error("usage: --label names a source and one target; a matrix names its targets "
-                  "by their branches (see --help)");
+      throw Error(
+          "usage: --label names a source and one target; a matrix names its targets "
+          "by their branches (see --help)");
   }
   options.format = formats.at(format);
   options.color = colors.at(color);

@@ -21,15 +21,16 @@ portdiff::Color resolve_color(portdiff::Color requested, const std::string& outp
   if (requested != portdiff::Color::automatic) return requested;
   const char* no_color = std::getenv("NO_COLOR");
   const bool to_stdout = output.empty() || output == "-";
-  const bool on = to_stdout && portdiff::stdout_is_terminal() &&
-                  !(no_color != nullptr && no_color[0] != '\0');
+  const bool on =
+      to_stdout && portdiff::stdout_is_terminal() && !(no_color != nullptr && no_color[0] != '\0');
   return on ? portdiff::Color::always : portdiff::Color::never;
 }
 
 /// The --check condition over every comparison (none for a bare `find`).
 bool all_identical(const std::vector<portdiff::Report>& reports) {
-  return std::all_of(reports.begin(), reports.end(),
-                     [](const portdiff::Report& report) { return portdiff::all_identical(report); });
+  return std::all_of(reports.begin(), reports.end(), [](const portdiff::Report& report) {
+    return portdiff::all_identical(report);
+  });
 }
 
 /// Keeps the promise of one line on stderr even if libgit2's message has several.

@@ -21,10 +21,10 @@ enum class Color { automatic, always, never };
  */
 struct Options final {
   std::string repo = ".";
-  std::string source;                // `BASE..HEAD`, `BASE...HEAD` or a single commit `C`
-  std::vector<std::string> targets;  // one target: a pair report; several: a matrix
+  std::string source;                      // `BASE..HEAD`, `BASE...HEAD` or a single commit `C`
+  std::vector<std::string> targets;        // one target: a pair report; several: a matrix
   std::vector<std::string> target_labels;  // names for the targets (find: branches); may be empty
-  std::vector<std::string> labels;  // --label SOURCE_NAME TARGET_NAME: empty or two names
+  std::vector<std::string> labels;         // --label SOURCE_NAME TARGET_NAME: empty or two names
   Format format = Format::markdown;
   std::string output;  // empty or "-": standard output
   // Globs naming the Python test files whose test functions are compared. A glob
@@ -32,8 +32,8 @@ struct Options final {
   std::vector<std::string> test_globs = {"test_*.py", "*_test.py"};
   bool find_renames = false;
   std::vector<PathMap> path_maps;
-  bool check = false;  // exit 1 when any file is not identical
-  bool brief = false;  // only the verdict line and the rows that are not identical
+  bool check = false;              // exit 1 when any file is not identical
+  bool brief = false;              // only the verdict line and the rows that are not identical
   Color color = Color::automatic;  // text format only; NO_COLOR turns `automatic` off
 
   // `portdiff find COMMIT --branches GLOB...`: set when that subcommand was given.

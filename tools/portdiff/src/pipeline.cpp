@@ -35,8 +35,8 @@ std::vector<SharedPatch> patches_of(const Options& options,
   }
   std::vector<std::future<SharedPatch>> running;
   for (std::size_t i = 1; i < ranges.size(); ++i)
-    running.push_back(std::async(std::launch::async, patch_of, std::cref(options),
-                                 std::cref(ranges[i])));
+    running.push_back(
+        std::async(std::launch::async, patch_of, std::cref(options), std::cref(ranges[i])));
   patches.push_back(patch_of(options, ranges[0]));
   for (auto& future : running) patches.push_back(future.get());
   return patches;
@@ -50,7 +50,8 @@ std::vector<Report> build_reports(const Options& options) {
   std::vector<ResolvedRange> ranges;  // the source, then each target
   ranges.push_back(resolve_range(repo.get(), options.source, "source"));
   for (std::size_t i = 0; i < options.targets.size(); ++i) {
-    const std::string side = options.targets.size() == 1 ? "target" : "target " + std::to_string(i + 1);
+    const std::string side =
+        options.targets.size() == 1 ? "target" : "target " + std::to_string(i + 1);
     ranges.push_back(resolve_range(repo.get(), options.targets[i], side));
     if (i < options.target_labels.size()) {
       ranges.back().label = options.target_labels[i];
@@ -78,8 +79,8 @@ std::vector<Report> build_reports(const Options& options) {
     describe_final_files(repo.get(), report.files);
     describe_other_heads(repo.get(), report.source, report.target, report.files);
     report.totals = count(report.files);
-    report.tests = compare_test_functions(repo.get(), report.source, report.target, report.files,
-                                          options);
+    report.tests =
+        compare_test_functions(repo.get(), report.source, report.target, report.files, options);
   }
   return reports;
 }
@@ -87,7 +88,8 @@ std::vector<Report> build_reports(const Options& options) {
 FindReport build_find_report(Options options) {
   FindReport report;
   {
-    RepositoryPtr repo = open_repository(options.repo);  // closed before the comparison opens its own
+    RepositoryPtr repo =
+        open_repository(options.repo);  // closed before the comparison opens its own
     report.found = find_ports(repo.get(), options);
   }
   if (options.find_report) {

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "git_oracle.h"
@@ -43,11 +43,11 @@ std::string rev(const TempRepo& repo, const std::string& name) {
 // P3: a report pinned to SHAs depends on the SHAs only.
 TEST(Cases, P3AttributesFromTheWorkTreeChangeNothing) {
   TempRepo repo;
-  const Ports ports = make_ports(repo, {{"a.dat", "a\n"}}, {{"a.dat", "a\nb\n"}}, {},
-                                 {{"a.dat", "a\nb\n"}});
+  const Ports ports =
+      make_ports(repo, {{"a.dat", "a\n"}}, {{"a.dat", "a\nb\n"}}, {}, {{"a.dat", "a\nb\n"}});
   const auto oracle = oracle_classify(repo, ports, false);  // before any attribute exists
-  const std::vector<std::string> args = {"--repo", repo.dir(), ports.source, ports.target,
-                                         "--format", "json"};
+  const std::vector<std::string> args = {"--repo",     repo.dir(), ports.source,
+                                         ports.target, "--format", "json"};
   const CommandResult clean = run_portdiff(args);
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
 
@@ -73,12 +73,12 @@ TEST(Cases, P4WriteErrorsExitTwo) {
   const CommandResult closed = run_command(command + " >&-");
   EXPECT_EQ(closed.exit_code, 2);
   EXPECT_TRUE(contains(closed.err, "cannot write the report")) << closed.err;
-  expect_error(run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--output",
-                             "/dev/full"}),
-               {"cannot write the report to '/dev/full'"});
-  expect_error(run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--output",
-                             repo.dir()}),
-               {"cannot write the report to '" + repo.dir() + "'"});
+  expect_error(
+      run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--output", "/dev/full"}),
+      {"cannot write the report to '/dev/full'"});
+  expect_error(
+      run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--output", repo.dir()}),
+      {"cannot write the report to '" + repo.dir() + "'"});
   const CommandResult help = run_command(shell_quote(PORTDIFF_EXE) + " --help >/dev/full");
   EXPECT_EQ(help.exit_code, 2);
 }
@@ -132,13 +132,13 @@ TEST(Cases, P5NonDescendantRangeIsAnError) {
   EXPECT_EQ(run_command("git -C " + shell_quote(repo.dir()) + " merge-base --is-ancestor side main")
                 .exit_code,
             1);
-  expect_error(run_portdiff({"--repo", repo.dir(), "side..main", ok.target}),
-               {"source 'side..main'", "'main' (" + rev(repo, "main").substr(0, 12) + ")",
-                "'side' (" + rev(repo, "side").substr(0, 12) + ")", "does not descend",
-                "BASE...HEAD"});
+  expect_error(
+      run_portdiff({"--repo", repo.dir(), "side..main", ok.target}),
+      {"source 'side..main'", "'main' (" + rev(repo, "main").substr(0, 12) + ")",
+       "'side' (" + rev(repo, "side").substr(0, 12) + ")", "does not descend", "BASE...HEAD"});
   // The merge-base reading, as git diff side...main.
-  const CommandResult three = run_portdiff(
-      {"--repo", repo.dir(), "side...main", ok.target, "--format", "json"});
+  const CommandResult three =
+      run_portdiff({"--repo", repo.dir(), "side...main", ok.target, "--format", "json"});
   ASSERT_EQ(three.exit_code, 0) << three.err;
   std::string merge_base = repo.git("merge-base side main");
   merge_base.pop_back();
@@ -163,8 +163,8 @@ TEST(Cases, P6ShallowClone) {
   }
   TempRepo clone;
   fs::remove_all(clone.dir());
-  const CommandResult cloned = run_command("git clone -q --depth 2 file://" + origin.dir() + " " +
-                                           shell_quote(clone.dir()));
+  const CommandResult cloned =
+      run_command("git clone -q --depth 2 file://" + origin.dir() + " " + shell_quote(clone.dir()));
   ASSERT_EQ(cloned.exit_code, 0) << cloned.err;
   const auto git_can_diff = [&](const std::string& range) {
     return run_command("git -C " + shell_quote(clone.dir()) + " diff " + range).exit_code == 0;
@@ -196,16 +196,16 @@ TEST(Cases, P7EscapingInEveryFormat) {
   TempRepo repo;
   const std::string text = "alpha\nbeta\ngamma\ndelta\n";
   const std::string old_name = "old|x\ny.txt";
-  const std::vector<std::string> names = {"x\ny", "x\\ny", "a`b", "`tick", "bad\xff.txt",
-                                          "bad\xfe.txt"};
+  const std::vector<std::string> names = {"x\ny",  "x\\ny",       "a`b",
+                                          "`tick", "bad\xff.txt", "bad\xfe.txt"};
   Edit base = {{old_name, text}}, change = {{old_name, std::nullopt}, {"new.txt", text + "e\n"}};
   for (const std::string& name : names) {
     base[name] = "1\n";
     change[name] = "1\n2\n";
   }
   const Ports ports = make_ports(repo, base, change, {}, change);
-  const CommandResult md = run_portdiff(
-      {"--repo", repo.dir(), ports.source, ports.target, "--find-renames"});
+  const CommandResult md =
+      run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--find-renames"});
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_TRUE(contains(md.out, "renamed from `\"old\\|x\\ny.txt\"`")) << md.out;
   EXPECT_TRUE(contains(md.out, "| `\"x\\ny\"` |")) << md.out;
@@ -231,7 +231,8 @@ TEST(Cases, P7EscapingInEveryFormat) {
   const json report = json::parse(json_run.out);
   for (const json& row : report["files"])
     quoted_by_portdiff.insert(row["path_quoted"].get<std::string>());
-  std::istringstream git_names(repo.git("-c core.quotePath=true diff --no-renames --name-only " + ports.source));
+  std::istringstream git_names(
+      repo.git("-c core.quotePath=true diff --no-renames --name-only " + ports.source));
   std::size_t checked = 0;
   for (std::string name; std::getline(git_names, name);) {
     if (name.find("\\3") == std::string::npos && name.find("\\n") == std::string::npos) continue;
@@ -252,15 +253,15 @@ TEST(Cases, P7EscapingInEveryFormat) {
 TEST(Cases, P8OutputDashAndHelpFirst) {
   TempRepo repo;
   const Ports ports = make_ports(repo, {{"a", "a\n"}}, {{"a", "b\n"}}, {}, {{"a", "b\n"}});
-  const CommandResult run = run_command(
-      "cd " + shell_quote(repo.dir()) + " && " + shell_quote(PORTDIFF_EXE) + " " + ports.source +
-      " " + ports.target + " --format json --output -");
+  const CommandResult run =
+      run_command("cd " + shell_quote(repo.dir()) + " && " + shell_quote(PORTDIFF_EXE) + " " +
+                  ports.source + " " + ports.target + " --format json --output -");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(json::parse(run.out)["totals"]["identical"], 1);
   EXPECT_FALSE(fs::exists(fs::path(repo.dir()) / "-"));
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"-h", "--format", "xml"}, {"--format", "xml", "--help"},
-        {"--nosuch", "-h"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"-h", "--format", "xml"},
+                                               {"--format", "xml", "--help"},
+                                               {"--nosuch", "-h"}}) {
     const CommandResult help = run_portdiff(args);
     EXPECT_EQ(help.exit_code, 0) << help.err;
     EXPECT_TRUE(contains(help.out, "Usage")) << help.out;
@@ -317,10 +318,10 @@ TEST(Cases, P9ReportForReviewers) {
   EXPECT_EQ(md.find(verdict), md.find('\n') + 2) << md;
   // The report's sections, in their fixed order.
   std::size_t at = 0;
-  for (const char* heading : {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.1 Identical",
-                              "<details><summary>13 identical files (2 with a note)</summary>",
-                              "### 3.2 Different", "### 3.3 Only source", "### 3.4 Only target",
-                              "## 4. Test functions"}) {
+  for (const char* heading :
+       {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.1 Identical",
+        "<details><summary>13 identical files (2 with a note)</summary>", "### 3.2 Different",
+        "### 3.3 Only source", "### 3.4 Only target", "## 4. Test functions"}) {
     const std::size_t found = md.find(heading, at);
     EXPECT_NE(found, std::string::npos) << heading;
     if (found != std::string::npos) at = found;

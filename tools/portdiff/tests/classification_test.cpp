@@ -23,8 +23,8 @@ long count_or_missing(const json& side, const char* key) {
 /// oracle, and returns the rows by path for scenario-specific checks.
 std::map<std::string, json> check_against_oracle(const TempRepo& repo, const Ports& ports,
                                                  bool find_renames = false) {
-  std::vector<std::string> args = {"--repo", repo.dir(), ports.source, ports.target,
-                                   "--format", "json"};
+  std::vector<std::string> args = {"--repo",     repo.dir(), ports.source,
+                                   ports.target, "--format", "json"};
   if (find_renames) args.push_back("--find-renames");
   const CommandResult run = run_portdiff(args);
   EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -59,11 +59,11 @@ std::map<std::string, json> check_against_oracle(const TempRepo& repo, const Por
 
 TEST(Classification, IdenticalChangeOnDifferentBaselines) {
   TempRepo repo;
-  const Ports ports = make_ports(
-      repo, {{"a.py", "import os\n\nvalue = 1\n"}, {"b.py", "x = 1\n"}},
-      {{"a.py", "import os\nimport sys\n\nvalue = 1\n"}, {"b.py", "x = 1\ny = 2\n"}},
-      {{"a.py", "import os\n\nvalue = 2\n"}},
-      {{"a.py", "import os\nimport sys\n\nvalue = 2\n"}, {"b.py", "x = 1\ny = 2\n"}});
+  const Ports ports =
+      make_ports(repo, {{"a.py", "import os\n\nvalue = 1\n"}, {"b.py", "x = 1\n"}},
+                 {{"a.py", "import os\nimport sys\n\nvalue = 1\n"}, {"b.py", "x = 1\ny = 2\n"}},
+                 {{"a.py", "import os\n\nvalue = 2\n"}},
+                 {{"a.py", "import os\nimport sys\n\nvalue = 2\n"}, {"b.py", "x = 1\ny = 2\n"}});
   auto rows = check_against_oracle(repo, ports);
   EXPECT_EQ(rows["a.py"]["class"], "identical");
   EXPECT_EQ(rows["a.py"]["final_equal"], false);  // same hunk, different baseline
@@ -73,10 +73,9 @@ TEST(Classification, IdenticalChangeOnDifferentBaselines) {
 
 TEST(Classification, DifferenceOnlyInFinalNewline) {
   TempRepo repo;
-  const Ports ports = make_ports(
-      repo, {{"a.txt", "one\n"}, {"b.txt", "one"}},
-      {{"a.txt", "one\ntwo"}, {"b.txt", "one\ntwo\n"}}, {},
-      {{"a.txt", "one\ntwo\n"}, {"b.txt", "one\ntwo\n"}});
+  const Ports ports = make_ports(repo, {{"a.txt", "one\n"}, {"b.txt", "one"}},
+                                 {{"a.txt", "one\ntwo"}, {"b.txt", "one\ntwo\n"}}, {},
+                                 {{"a.txt", "one\ntwo\n"}, {"b.txt", "one\ntwo\n"}});
   auto rows = check_against_oracle(repo, ports);
   EXPECT_EQ(rows["a.txt"]["class"], "different");
   EXPECT_EQ(rows["a.txt"]["difference"], "final-newline");
@@ -85,8 +84,7 @@ TEST(Classification, DifferenceOnlyInFinalNewline) {
 
 TEST(Classification, DifferenceOnlyInTrailingWhitespace) {
   TempRepo repo;
-  const Ports ports = make_ports(repo, {{"a.c", "int a;\n"}},
-                                 {{"a.c", "int a;\nint b;  \n"}}, {},
+  const Ports ports = make_ports(repo, {{"a.c", "int a;\n"}}, {{"a.c", "int a;\nint b;  \n"}}, {},
                                  {{"a.c", "int a;\nint b;\n"}});
   auto rows = check_against_oracle(repo, ports);
   EXPECT_EQ(rows["a.c"]["class"], "different");
@@ -96,8 +94,8 @@ TEST(Classification, DifferenceOnlyInTrailingWhitespace) {
 TEST(Classification, CrlfVersusLf) {
   TempRepo repo;
   const Ports ports = make_ports(repo, {{"a.txt", "keep\r\n"}, {"b.txt", "keep\r\n"}},
-                                 {{"a.txt", "keep\r\nnew\r\n"}, {"b.txt", "keep\r\nnew\r\n"}},
-                                 {}, {{"a.txt", "keep\r\nnew\n"}, {"b.txt", "keep\r\nnew\r\n"}});
+                                 {{"a.txt", "keep\r\nnew\r\n"}, {"b.txt", "keep\r\nnew\r\n"}}, {},
+                                 {{"a.txt", "keep\r\nnew\n"}, {"b.txt", "keep\r\nnew\r\n"}});
   auto rows = check_against_oracle(repo, ports);
   EXPECT_EQ(rows["a.txt"]["class"], "different");
   EXPECT_EQ(rows["a.txt"]["difference"], "line-endings");
@@ -151,8 +149,10 @@ TEST(Classification, FindRenamesPairsThem) {
   TempRepo repo;
   const Ports ports = make_ports(
       repo, {{"old_name.txt", text}, {"moved.txt", text + "epsilon\n"}},
-      {{"old_name.txt", std::nullopt}, {"new_name.txt", text},
-       {"moved.txt", std::nullopt}, {"moved_here.txt", text + "epsilon\n"}},
+      {{"old_name.txt", std::nullopt},
+       {"new_name.txt", text},
+       {"moved.txt", std::nullopt},
+       {"moved_here.txt", text + "epsilon\n"}},
       {}, {{"old_name.txt", std::nullopt}, {"new_name.txt", text}, {"moved.txt", text + "zeta\n"}});
   auto rows = check_against_oracle(repo, ports, /*find_renames=*/true);
   EXPECT_EQ(rows["new_name.txt"]["class"], "identical");
@@ -193,10 +193,10 @@ TEST(Classification, ModeOnlyChange) {
 TEST(Classification, LinesThatLookLikeDiffHeaders) {
   TempRepo repo;
   const std::string base = "-- comment\n--- a/x\nkeep\n";
-  const Ports ports = make_ports(
-      repo, {{"same.sql", base}, {"diff.sql", base}},
-      {{"same.sql", "keep\n++i;\n+++ b/y\n"}, {"diff.sql", "keep\n++i;\n+++ b/y\n"}}, {},
-      {{"same.sql", "keep\n++i;\n+++ b/y\n"}, {"diff.sql", "keep\n++j;\n+++ b/y\n"}});
+  const Ports ports =
+      make_ports(repo, {{"same.sql", base}, {"diff.sql", base}},
+                 {{"same.sql", "keep\n++i;\n+++ b/y\n"}, {"diff.sql", "keep\n++i;\n+++ b/y\n"}}, {},
+                 {{"same.sql", "keep\n++i;\n+++ b/y\n"}, {"diff.sql", "keep\n++j;\n+++ b/y\n"}});
   auto rows = check_against_oracle(repo, ports);
   EXPECT_EQ(rows["same.sql"]["class"], "identical");
   EXPECT_EQ(rows["same.sql"]["source"]["deleted"], 2);

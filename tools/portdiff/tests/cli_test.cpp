@@ -102,12 +102,14 @@ TEST(Cli, MarkdownHasPinnedRangesAndOneTablePerClass) {
   const auto oracle = oracle_classify(repo, ports, false);
   EXPECT_EQ(oracle.at("same.txt").verdict, "identical");
   EXPECT_NE(md.find("| `same.txt` | +1/-0 | +1/-0 | equal |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `differs.txt` | +1/-0 | +1/-0 | changed lines differ | 0 common, 1 source-only, 1 target-only | differ |"),
+  EXPECT_NE(md.find("| `differs.txt` | +1/-0 | +1/-0 | changed lines differ | 0 common, 1 "
+                    "source-only, 1 target-only | differ |"),
             std::string::npos)
       << md;
-  for (const char* heading : {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.1 Identical (1)",
-                              "### 3.2 Different (1)", "### 3.3 Only source (0)",
-                              "### 3.4 Only target (0)", "## 4. Test functions"})
+  for (const char* heading :
+       {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.1 Identical (1)",
+        "### 3.2 Different (1)", "### 3.3 Only source (0)", "### 3.4 Only target (0)",
+        "## 4. Test functions"})
     EXPECT_NE(md.find(heading), std::string::npos) << heading;
 }
 
@@ -130,8 +132,8 @@ TEST(Cli, TextViewAndOutputFile) {
   content << in.rdbuf();
   EXPECT_EQ(nlohmann::json::parse(content.str())["schema"], "portdiff/2");
 
-  expect_one_line_error(run_portdiff({"--repo", repo.dir(), ports.source, ports.target,
-                                      "--output", repo.dir() + "/missing/dir/r.md"}),
+  expect_one_line_error(run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--output",
+                                      repo.dir() + "/missing/dir/r.md"}),
                         "cannot write");
 }
 

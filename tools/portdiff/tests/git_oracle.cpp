@@ -57,10 +57,10 @@ std::string head_of(const std::string& range) { return range.substr(range.find("
 
 std::map<std::string, OraclePatchFile> oracle_patch(const TempRepo& repo, const std::string& range,
                                                     bool find_renames) {
-  const std::string diff = repo.git(
-      std::string("-c core.quotepath=false -c diff.indentHeuristic=true diff --no-color "
-                  "--no-ext-diff --no-textconv --diff-algorithm=myers --full-index -U0 ") +
-      (find_renames ? "-M " : "--no-renames ") + range);
+  const std::string diff =
+      repo.git(std::string("-c core.quotepath=false -c diff.indentHeuristic=true diff --no-color "
+                           "--no-ext-diff --no-textconv --diff-algorithm=myers --full-index -U0 ") +
+               (find_renames ? "-M " : "--no-renames ") + range);
   const std::vector<std::string> lines = split_lines(diff);
 
   std::map<std::string, OraclePatchFile> files;
@@ -112,7 +112,8 @@ std::map<std::string, OraclePatchFile> oracle_patch(const TempRepo& repo, const 
       current->old_id = ids.substr(0, ids.find(".."));
       current->new_id = ids.substr(ids.find("..") + 2);
       const std::size_t space = line.find(' ', 6);
-      if (space != std::string::npos) current->old_mode = current->new_mode = line.substr(space + 1);
+      if (space != std::string::npos)
+        current->old_mode = current->new_mode = line.substr(space + 1);
     } else if (starts_with(line, "Binary files ")) {
       current->binary = true;
     } else if (starts_with(line, "@@ ")) {
@@ -161,10 +162,10 @@ std::map<std::string, OracleRow> oracle_classify(const TempRepo& repo, const Por
     // A mode is compared as a change (what the patch did), never as the baseline's.
     const auto mode_change = [](const OraclePatchFile& f) {
       return f.kind == "deleted" || f.old_mode == f.new_mode ? std::string()
-                                                              : f.old_mode + ">" + f.new_mode;
+                                                             : f.old_mode + ">" + f.new_mode;
     };
-    bool same = s.kind == t.kind && mode_change(s) == mode_change(t) &&
-                s.binary == t.binary && (s.kind != "renamed" || s.old_path == t.old_path);
+    bool same = s.kind == t.kind && mode_change(s) == mode_change(t) && s.binary == t.binary &&
+                (s.kind != "renamed" || s.old_path == t.old_path);
     if (same && s.binary) same = s.old_id == t.old_id && s.new_id == t.new_id;
     if (same && !s.binary) same = s.added == t.added && s.deleted == t.deleted;
     row.verdict = same ? "identical" : "different";

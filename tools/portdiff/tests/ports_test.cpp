@@ -30,17 +30,20 @@ std::string head(const TempRepo& repo) {
 }
 
 Releases make_releases(const TempRepo& repo) {
-  repo.apply({{"src/loader.py", "import os\n\nTIMEOUT = 10\n\n\ndef load(name):\n"
-                                "    return open(name).read()\n"},
+  repo.apply({{"src/loader.py",
+               "import os\n\nTIMEOUT = 10\n\n\ndef load(name):\n"
+               "    return open(name).read()\n"},
               {"src/config.py", "DEBUG = False\n"}});
   repo.commit("base");
-  for (const char* branch : {"release-1", "release-2", "release-3"}) repo.git(std::string("branch ") + branch);
+  for (const char* branch : {"release-1", "release-2", "release-3"})
+    repo.git(std::string("branch ") + branch);
   repo.git("checkout -q release-1");
   repo.apply({{"CHANGES", "release 1\n"}});
   repo.commit("release-1: changelog");
   repo.git("checkout -q release-2");
-  repo.apply({{"src/loader.py", "import os\n\nTIMEOUT = 30\n\n\ndef load(name):\n"
-                                "    return open(name).read()\n"}});
+  repo.apply({{"src/loader.py",
+               "import os\n\nTIMEOUT = 30\n\n\ndef load(name):\n"
+               "    return open(name).read()\n"}});
   repo.commit("release-2: longer timeout");
   repo.git("checkout -q release-3");
   repo.apply({{"src/config.py", "DEBUG = False\nVERBOSE = False\n"}});
@@ -48,8 +51,9 @@ Releases make_releases(const TempRepo& repo) {
   r.other = repo.commit("release-3: verbose flag");
 
   repo.git("checkout -q main");
-  repo.apply({{"src/loader.py", "import os\n\nTIMEOUT = 20\n\n\ndef load(name):\n"
-                                "    with open(name) as f:\n        return f.read()\n"},
+  repo.apply({{"src/loader.py",
+               "import os\n\nTIMEOUT = 20\n\n\ndef load(name):\n"
+               "    with open(name) as f:\n        return f.read()\n"},
               {"src/config.py", "DEBUG = False\nLAZY = True\n"}});
   r.fix = repo.commit("loader: close files, lazy config");
 
@@ -57,11 +61,12 @@ Releases make_releases(const TempRepo& repo) {
   repo.git("cherry-pick " + r.fix);
   r.port1 = head(repo);
   repo.git("checkout -q release-2");
-  const CommandResult conflict = run_command("cd " + shell_quote(repo.dir()) +
-                                             " && git cherry-pick -x " + r.fix);
+  const CommandResult conflict =
+      run_command("cd " + shell_quote(repo.dir()) + " && git cherry-pick -x " + r.fix);
   EXPECT_NE(conflict.exit_code, 0) << "expected a conflict on release-2";
-  repo.apply({{"src/loader.py", "import os\n\nTIMEOUT = 30\n\n\ndef load(name):\n"
-                                "    with open(name) as f:\n        return f.read()\n"}});
+  repo.apply({{"src/loader.py",
+               "import os\n\nTIMEOUT = 30\n\n\ndef load(name):\n"
+               "    with open(name) as f:\n        return f.read()\n"}});
   repo.git("add src/loader.py");
   repo.git("-c core.editor=true cherry-pick --continue");
   r.port2 = head(repo);
@@ -79,7 +84,8 @@ std::string patch_id(const TempRepo& repo, const std::string& commit) {
 TEST(Ports, MatrixCarriesEveryPairAndAgreesWithGit) {
   TempRepo repo;
   const Releases r = make_releases(repo);
-  const std::vector<std::string> targets = {range_of(r.port1), range_of(r.port2), range_of(r.other)};
+  const std::vector<std::string> targets = {range_of(r.port1), range_of(r.port2),
+                                            range_of(r.other)};
   std::vector<std::string> args = {"--repo", repo.dir(), range_of(r.fix)};
   args.insert(args.end(), targets.begin(), targets.end());
   args.insert(args.end(), {"--format", "json"});
@@ -131,7 +137,8 @@ TEST(Ports, MatrixCarriesEveryPairAndAgreesWithGit) {
                         "only-source |"),
             std::string::npos)
       << md.out;
-  for (const char* heading : {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.2 Differences"})
+  for (const char* heading :
+       {"## 1. Purpose", "## 2. Rules", "## 3. Totals", "### 3.2 Differences"})
     EXPECT_NE(md.out.find(heading), std::string::npos) << heading;
   args.push_back("--check");
   EXPECT_EQ(run_portdiff(args).exit_code, 1);
@@ -144,8 +151,9 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   // not (its conflict was resolved by hand) but names the fix in its trailer.
   ASSERT_EQ(patch_id(repo, r.port1), patch_id(repo, r.fix));
   ASSERT_NE(patch_id(repo, r.port2), patch_id(repo, r.fix));
-  ASSERT_NE(repo.git("log -1 --format=%B " + r.port2).find("(cherry picked from commit " + r.fix + ")"),
-            std::string::npos);
+  ASSERT_NE(
+      repo.git("log -1 --format=%B " + r.port2).find("(cherry picked from commit " + r.fix + ")"),
+      std::string::npos);
 
   const CommandResult run = run_portdiff(
       {"--repo", repo.dir(), "find", r.fix, "--branches", "release-*", "--format", "json"});
@@ -155,8 +163,9 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   EXPECT_EQ(found["patch_id"], patch_id(repo, r.fix));
   ASSERT_EQ(found["branches"].size(), 3u);
   EXPECT_EQ(found["branches"][0]["branch"], "release-1");
-  EXPECT_EQ(found["branches"][0]["ports"], json::parse("[{\"commit\": \"" + r.port1 +
-                                                       "\", \"found_by\": [\"patch-id\", \"changed-lines\", \"same-subject\"]}]"));
+  EXPECT_EQ(found["branches"][0]["ports"],
+            json::parse("[{\"commit\": \"" + r.port1 +
+                        "\", \"found_by\": [\"patch-id\", \"changed-lines\", \"same-subject\"]}]"));
   EXPECT_EQ(found["branches"][1]["ports"],
             json::parse("[{\"commit\": \"" + r.port2 +
                         "\", \"found_by\": [\"cherry-pick-trailer\", \"same-subject\"]}]"));
@@ -175,13 +184,14 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   EXPECT_EQ(matrix["targets"][1]["label"], "release-2");
   EXPECT_EQ(matrix["targets"][1]["identical"], false);
 
-  const CommandResult none = run_portdiff(
-      {"--repo", repo.dir(), "find", r.fix, "--branches", "nosuch-*"});
+  const CommandResult none =
+      run_portdiff({"--repo", repo.dir(), "find", r.fix, "--branches", "nosuch-*"});
   EXPECT_EQ(none.exit_code, 2);
-  EXPECT_NE(none.err.find("no branch (local or remote-tracking) matches --branches 'nosuch-*'"), std::string::npos)
+  EXPECT_NE(none.err.find("no branch (local or remote-tracking) matches --branches 'nosuch-*'"),
+            std::string::npos)
       << none.err;
-  const CommandResult no_port = run_portdiff(
-      {"--repo", repo.dir(), "find", r.fix, "--branches", "release-3", "--report"});
+  const CommandResult no_port =
+      run_portdiff({"--repo", repo.dir(), "find", r.fix, "--branches", "release-3", "--report"});
   EXPECT_EQ(no_port.exit_code, 2);
   EXPECT_NE(no_port.err.find("nothing to compare"), std::string::npos) << no_port.err;
 }
@@ -273,9 +283,9 @@ std::string readme_block(const std::string& name) {
 TEST(Ports, ReadmeExampleIsWhatPortdiffPrints) {
   const std::string expected = readme_block("find-example");
   ASSERT_FALSE(expected.empty()) << "README.md has no find-example block";
-  const CommandResult run = run_command(
-      shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example_ports.sh") + " " +
-      shell_quote(PORTDIFF_EXE) + " --branches 'release-*' --report --format text");
+  const CommandResult run =
+      run_command(shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example_ports.sh") + " " +
+                  shell_quote(PORTDIFF_EXE) + " --branches 'release-*' --report --format text");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, expected);
 }
@@ -283,8 +293,9 @@ TEST(Ports, ReadmeExampleIsWhatPortdiffPrints) {
 TEST(Ports, ReadmePairExampleIsWhatPortdiffPrints) {
   const std::string expected = readme_block("pair-example");
   ASSERT_FALSE(expected.empty()) << "README.md has no pair-example block";
-  const CommandResult run = run_command(
-      shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example.sh") + " " + shell_quote(PORTDIFF_EXE));
+  const CommandResult run =
+      run_command(shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example.sh") + " " +
+                  shell_quote(PORTDIFF_EXE));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, expected);
 }

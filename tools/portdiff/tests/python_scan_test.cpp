@@ -92,10 +92,14 @@ TEST(PythonScan, FindsTheRightNames) {
   const auto found = scan(kTricky);
   std::vector<std::string> names;
   for (const auto& entry : scan_test_functions(kTricky)) names.push_back(entry.qualified_name);
-  const std::vector<std::string> expected = {
-      "test_decorated",       "test_async",      "test_with_nested",
-      "TestOuter.test_method", "TestOuter.TestInner.test_inner_async",
-      "TestOuter.test_last",  "test_backslash",  "test_redefined"};
+  const std::vector<std::string> expected = {"test_decorated",
+                                             "test_async",
+                                             "test_with_nested",
+                                             "TestOuter.test_method",
+                                             "TestOuter.TestInner.test_inner_async",
+                                             "TestOuter.test_last",
+                                             "test_backslash",
+                                             "test_redefined"};
   EXPECT_EQ(names, expected);
 }
 

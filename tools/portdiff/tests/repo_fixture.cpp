@@ -27,8 +27,8 @@ std::string slurp(const fs::path& path) {
 CommandResult run_command(const std::string& command) {
   char pattern[] = "/tmp/portdiff-cmd-XXXXXX";
   const fs::path scratch = mkdtemp(pattern);
-  const std::string full = "(" + command + ") >" + shell_quote((scratch / "out").string()) +
-                           " 2>" + shell_quote((scratch / "err").string());
+  const std::string full = "(" + command + ") >" + shell_quote((scratch / "out").string()) + " 2>" +
+                           shell_quote((scratch / "err").string());
   const int status = std::system(full.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -65,7 +65,8 @@ TempRepo::~TempRepo() { fs::remove_all(dir_); }
 std::string TempRepo::git(const std::string& args) const {
   const CommandResult result = run_command(
       "GIT_AUTHOR_DATE=2024-01-01T00:00:00Z GIT_COMMITTER_DATE=2024-01-01T00:00:00Z "
-      "git -C " + shell_quote(dir_) + " " + args);
+      "git -C " +
+      shell_quote(dir_) + " " + args);
   EXPECT_EQ(result.exit_code, 0) << "git " << args << ": " << result.err;
   return result.out;
 }

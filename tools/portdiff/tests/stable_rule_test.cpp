@@ -19,17 +19,24 @@ using Lines = std::vector<std::string>;
 /// One C function; `edited` wraps its body in a queue loop, as in P2.
 Lines function_lines(int i, bool edited) {
   const std::string n = std::to_string(i);
-  const Lines body = {"struct list *p;\n", "\n", "if (c->flags & FLAG_" + n + ")\n",
-                      "\treturn 0;\n", "c->flags |= FLAG_" + n + ";\n", "\n",
-                      "if (!c->parsed)\n", "\treturn 0;\n",
-                      "for (p = c->parents; p; p = p->next) {\n", "\tif (p->item->flags & SEEN)\n",
-                      "\t\tstep_" + n + "(data, p->item);\n", "}\n"};
+  const Lines body = {"struct list *p;\n",
+                      "\n",
+                      "if (c->flags & FLAG_" + n + ")\n",
+                      "\treturn 0;\n",
+                      "c->flags |= FLAG_" + n + ";\n",
+                      "\n",
+                      "if (!c->parsed)\n",
+                      "\treturn 0;\n",
+                      "for (p = c->parents; p; p = p->next) {\n",
+                      "\tif (p->item->flags & SEEN)\n",
+                      "\t\tstep_" + n + "(data, p->item);\n",
+                      "}\n"};
   Lines out = {"static int step_" + n + "(struct data *data, struct item *c)\n", "{\n"};
   const std::string indent = edited ? "\t\t" : "\t";
   if (edited)
-    out.insert(out.end(), {"\tstruct queue queue = { NULL };\n", "\tstruct item *seen = c;\n",
-                           "\n", "\tqueue_put(&queue, seen);\n",
-                           "\twhile ((c = queue_get(&queue))) {\n"});
+    out.insert(out.end(),
+               {"\tstruct queue queue = { NULL };\n", "\tstruct item *seen = c;\n", "\n",
+                "\tqueue_put(&queue, seen);\n", "\twhile ((c = queue_get(&queue))) {\n"});
   for (const std::string& line : body) out.push_back(line == "\n" ? line : indent + line);
   if (edited) out.insert(out.end(), {"\t}\n", "\tclear_queue(&queue);\n"});
   out.insert(out.end(), {"\treturn 1;\n", "}\n", "\n"});
@@ -148,8 +155,9 @@ TEST(StableRule, SameEditOverBaselinesCutAtManyPlaces) {
     }
     if (row["identical_by"] == "region") {
       ++by_region;
-      const auto region = git_region_counts(repo, Lines(old_lines.begin() + top, old_lines.end() - tail),
-                                            Lines(new_lines.begin() + top, new_lines.end() - tail));
+      const auto region =
+          git_region_counts(repo, Lines(old_lines.begin() + top, old_lines.end() - tail),
+                            Lines(new_lines.begin() + top, new_lines.end() - tail));
       EXPECT_EQ(row["region"]["added"], region.first);
       EXPECT_EQ(row["region"]["deleted"], region.second);
     }

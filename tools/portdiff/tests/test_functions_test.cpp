@@ -71,9 +71,8 @@ class TestApi:
 json run_json(const TempRepo& repo, const Ports& ports, std::vector<std::string> extra = {}) {
   // Options before the ranges: a repeatable option must not swallow them.
   std::vector<std::string> args = std::move(extra);
-  for (const std::string& arg :
-       {std::string("--repo"), repo.dir(), ports.source, ports.target, std::string("--format"),
-        std::string("json")})
+  for (const std::string& arg : {std::string("--repo"), repo.dir(), ports.source, ports.target,
+                                 std::string("--format"), std::string("json")})
     args.push_back(arg);
   const CommandResult run = run_portdiff(args);
   EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -82,9 +81,9 @@ json run_json(const TempRepo& repo, const Ports& ports, std::vector<std::string>
 
 TEST(TestFunctions, ComparesByQualifiedName) {
   TempRepo repo;
-  const Ports ports = make_ports(repo, {{"tests/test_api.py", kBase}},
-                                 {{"tests/test_api.py", kSource}}, {},
-                                 {{"tests/test_api.py", kTarget}});
+  const Ports ports =
+      make_ports(repo, {{"tests/test_api.py", kBase}}, {{"tests/test_api.py", kSource}}, {},
+                 {{"tests/test_api.py", kTarget}});
   const json report = run_json(repo, ports);
   ASSERT_EQ(report["test_files"].size(), 1u);
   const json& file = report["test_files"][0];
@@ -113,10 +112,9 @@ TEST(TestFunctions, ComparesByQualifiedName) {
 
 TEST(TestFunctions, FilesMatchingTheGlobsAtEitherHead) {
   TempRepo repo;
-  const Ports ports = make_ports(
-      repo, {{"checks/api_check.py", kBase}},
-      {{"checks/api_check.py", kSource}, {"tests/test_new.py", kSource}}, {},
-      {{"checks/api_check.py", kTarget}});
+  const Ports ports = make_ports(repo, {{"checks/api_check.py", kBase}},
+                                 {{"checks/api_check.py", kSource}, {"tests/test_new.py", kSource}},
+                                 {}, {{"checks/api_check.py", kTarget}});
   // Defaults: api_check.py is no test file; test_new.py exists on the source side
   // only, so its functions are all source-only tests (P18).
   const json defaults = run_json(repo, ports)["test_files"];

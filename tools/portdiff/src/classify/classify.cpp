@@ -43,8 +43,8 @@ std::pair<std::uint32_t, std::uint32_t> mode_change(const FileChange& c) {
 /// The difference in the content of the change, header aside.
 Difference content_difference(const FileChange& s, const FileChange& t) {
   if (s.binary || t.binary) {
-    const bool same = s.binary && t.binary && equal_ids(s.old_id, t.old_id) &&
-                      equal_ids(s.new_id, t.new_id);
+    const bool same =
+        s.binary && t.binary && equal_ids(s.old_id, t.old_id) && equal_ids(s.new_id, t.new_id);
     return same ? Difference::none : Difference::binary;
   }
   if (s.lines == t.lines) return Difference::none;
@@ -53,9 +53,12 @@ Difference content_difference(const FileChange& s, const FileChange& t) {
     if (equal_under(s.lines.added, t.lines.added, level) &&
         equal_under(s.lines.deleted, t.lines.deleted, level)) {
       switch (level) {
-        case Normalisation::final_newline: return Difference::final_newline;
-        case Normalisation::line_endings: return Difference::line_endings;
-        case Normalisation::trailing_whitespace: return Difference::trailing_whitespace;
+        case Normalisation::final_newline:
+          return Difference::final_newline;
+        case Normalisation::line_endings:
+          return Difference::line_endings;
+        case Normalisation::trailing_whitespace:
+          return Difference::trailing_whitespace;
       }
     }
   }
@@ -111,7 +114,8 @@ double similarity(const PatchLines& a, const PatchLines& b) {
       }
     }
   }
-  const std::size_t larger = std::max(a.added.size() + a.deleted.size(), b.added.size() + b.deleted.size());
+  const std::size_t larger =
+      std::max(a.added.size() + a.deleted.size(), b.added.size() + b.deleted.size());
   return larger == 0 ? 0.0 : static_cast<double>(common) / static_cast<double>(larger);
 }
 
@@ -156,8 +160,8 @@ void pair_by_content(std::vector<FileVerdict>& rows) {
   for (const Candidate& c : candidates) {
     if (used[c.source_row] || used[c.target_row]) continue;
     used[c.source_row] = used[c.target_row] = true;
-    rows[c.target_row] = paired_row(*rows[c.source_row].source, *rows[c.target_row].target,
-                                    Pairing::content);
+    rows[c.target_row] =
+        paired_row(*rows[c.source_row].source, *rows[c.target_row].target, Pairing::content);
   }
   std::vector<FileVerdict> kept;
   kept.reserve(rows.size());
@@ -175,8 +179,10 @@ std::vector<FileVerdict> classify(const SidePatch& source, const SidePatch& targ
   source_by_path.reserve(source.size());
   // A source file at the target's very path wins over one mapped onto it.
   for (const FileChange& change : source)
-    if (map_path(change.path, maps, true) == change.path) source_by_path.emplace(change.path, &change);
-  for (const FileChange& change : source) source_by_path.emplace(map_path(change.path, maps, true), &change);
+    if (map_path(change.path, maps, true) == change.path)
+      source_by_path.emplace(change.path, &change);
+  for (const FileChange& change : source)
+    source_by_path.emplace(map_path(change.path, maps, true), &change);
   std::unordered_set<const FileChange*> paired;
 
   std::vector<FileVerdict> verdicts;
@@ -224,9 +230,15 @@ Totals count(const std::vector<FileVerdict>& verdicts) {
         ++totals.identical;
         if (row.final_equal) ++totals.identical_final_equal;
         break;
-      case Verdict::different: ++totals.different; break;
-      case Verdict::only_source: ++totals.only_source; break;
-      case Verdict::only_target: ++totals.only_target; break;
+      case Verdict::different:
+        ++totals.different;
+        break;
+      case Verdict::only_source:
+        ++totals.only_source;
+        break;
+      case Verdict::only_target:
+        ++totals.only_target;
+        break;
     }
   }
   return totals;

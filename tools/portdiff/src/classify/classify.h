@@ -32,14 +32,14 @@ enum class Pairing { path, mapped, content };
 
 /// What the other head holds for an only-source or only-target row (P23).
 struct OtherHead final {
-  bool checked = false;     // set by describe_other_heads
-  bool exists = false;      // the file is at the other head
-  std::size_t held = 0;     // of this side's added lines, how many the other file holds
+  bool checked = false;  // set by describe_other_heads
+  bool exists = false;   // the file is at the other head
+  std::size_t held = 0;  // of this side's added lines, how many the other file holds
 };
 
 /// How big a `different` row's difference is (P20), from the interdiff of its lines.
 struct DifferenceSize final {
-  bool known = false;  // false for binary rows
+  bool known = false;           // false for binary rows
   std::size_t common = 0;       // lines both patches have
   std::size_t source_only = 0;  // lines only the source patch has
   std::size_t target_only = 0;

@@ -45,7 +45,9 @@ std::size_t match(const LineSeq& a, const LineSeq& b, std::vector<bool>& a_only,
   }
   // lcs[i][j]: the longest common subsequence of a[i..] and b[j..] (middle part).
   std::vector<std::uint32_t> lcs((n + 1) * (m + 1), 0);
-  const auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return lcs[i * (m + 1) + j]; };
+  const auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& {
+    return lcs[i * (m + 1) + j];
+  };
   for (std::size_t i = n; i-- > 0;)
     for (std::size_t j = m; j-- > 0;)
       at(i, j) = a.line(head + i) == b.line(head + j) ? at(i + 1, j + 1) + 1

@@ -8,11 +8,16 @@ namespace {
 
 ChangeKind kind_of(git_delta_t status) {
   switch (status) {
-    case GIT_DELTA_ADDED: return ChangeKind::added;
-    case GIT_DELTA_DELETED: return ChangeKind::deleted;
-    case GIT_DELTA_RENAMED: return ChangeKind::renamed;
-    case GIT_DELTA_TYPECHANGE: return ChangeKind::typechange;
-    default: return ChangeKind::modified;
+    case GIT_DELTA_ADDED:
+      return ChangeKind::added;
+    case GIT_DELTA_DELETED:
+      return ChangeKind::deleted;
+    case GIT_DELTA_RENAMED:
+      return ChangeKind::renamed;
+    case GIT_DELTA_TYPECHANGE:
+      return ChangeKind::typechange;
+    default:
+      return ChangeKind::modified;
   }
 }
 
@@ -48,14 +53,20 @@ SidePatch collect_lines(git_repository* repo, git_diff* diff) {
                     (is_regular(change.new_mode) && looks_binary(new_text));
     if (change.binary) continue;
     switch (change.kind) {
-      case ChangeKind::added: push_all_lines(new_text, '+', change.lines); break;
-      case ChangeKind::deleted: push_all_lines(old_text, '-', change.lines); break;
+      case ChangeKind::added:
+        push_all_lines(new_text, '+', change.lines);
+        break;
+      case ChangeKind::deleted:
+        push_all_lines(old_text, '-', change.lines);
+        break;
       case ChangeKind::typechange:  // git shows a deletion of one type and an addition of the other
         push_all_lines(old_text, '-', change.lines);
         push_all_lines(new_text, '+', change.lines);
         break;
       case ChangeKind::modified:
-      case ChangeKind::renamed: change.lines = read_git(old_text, new_text); break;
+      case ChangeKind::renamed:
+        change.lines = read_git(old_text, new_text);
+        break;
     }
   }
   return files;

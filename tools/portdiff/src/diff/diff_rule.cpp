@@ -64,7 +64,8 @@ std::size_t git_trimmed_tail(std::string_view a, std::string_view b) {
 
 PatchLines read_git(std::string_view old_text, std::string_view new_text) {
   const std::size_t tail = git_trimmed_tail(old_text, new_text);
-  return xdiff(old_text.substr(0, old_text.size() - tail), new_text.substr(0, new_text.size() - tail));
+  return xdiff(old_text.substr(0, old_text.size() - tail),
+               new_text.substr(0, new_text.size() - tail));
 }
 
 PatchLines read_region(std::string_view old_text, std::string_view new_text) {

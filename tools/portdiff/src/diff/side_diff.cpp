@@ -10,8 +10,7 @@ DiffPtr diff_range(git_repository* repo, const ResolvedRange& range, const Optio
   check(git_diff_options_init(&diff_options, GIT_DIFF_OPTIONS_VERSION), "diff options");
   // Only the list of deltas is taken from libgit2's tree diff; collect_lines reads
   // the blobs itself, so libgit2's attribute-driven binary check is skipped.
-  diff_options.flags =
-      GIT_DIFF_NORMAL | GIT_DIFF_INCLUDE_TYPECHANGE | GIT_DIFF_SKIP_BINARY_CHECK;
+  diff_options.flags = GIT_DIFF_NORMAL | GIT_DIFF_INCLUDE_TYPECHANGE | GIT_DIFF_SKIP_BINARY_CHECK;
 
   git_diff* raw = nullptr;
   check(git_diff_tree_to_tree(&raw, repo, base.get(), head.get(), &diff_options),

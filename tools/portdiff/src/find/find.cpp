@@ -157,7 +157,8 @@ bool touches_all(git_tree* tree, git_tree* parent_tree, const std::vector<std::s
     TreeEntryPtr before(before_found == 0 ? before_raw : nullptr);
     TreeEntryPtr after(after_found == 0 ? after_raw : nullptr);
     if (!before && !after) return false;
-    if (before && after && git_tree_entry_filemode(before.get()) == git_tree_entry_filemode(after.get()) &&
+    if (before && after &&
+        git_tree_entry_filemode(before.get()) == git_tree_entry_filemode(after.get()) &&
         git_oid_equal(git_tree_entry_id(before.get()), git_tree_entry_id(after.get())))
       return false;
   }
@@ -217,7 +218,8 @@ class Reach final {
       if (git_oid_equal(parent, &target)) merge_into(target_bits_, i);
       auto found = index_.find(*parent);
       if (found == index_.end()) continue;
-      for (std::size_t w = 0; w < words_; ++w) bits_[found->second * words_ + w] |= bits_[i * words_ + w];
+      for (std::size_t w = 0; w < words_; ++w)
+        bits_[found->second * words_ + w] |= bits_[i * words_ + w];
     }
   }
   bool reaches(std::size_t commit, std::size_t branch) const {
@@ -301,7 +303,8 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   const std::vector<Branch> branches = matching_branches(repo, options.branch_globs);
   if (branches.empty()) {
     std::string globs;
-    for (const std::string& glob : options.branch_globs) globs += (globs.empty() ? "'" : ", '") + glob + "'";
+    for (const std::string& glob : options.branch_globs)
+      globs += (globs.empty() ? "'" : ", '") + glob + "'";
     throw Error("no branch (local or remote-tracking) matches --branches " + globs);
   }
 
@@ -310,7 +313,8 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   git_revwalk* walk_raw = nullptr;
   check(git_revwalk_new(&walk_raw, repo), "walking the branches");
   RevwalkPtr walk(walk_raw);
-  check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME), "walking the branches");
+  check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
+        "walking the branches");
   for (const Branch& branch : branches)
     check(git_revwalk_push(walk.get(), &branch.tip), "walking " + branch.name);
   check(git_revwalk_hide(walk.get(), &found.commit), "walking the branches");

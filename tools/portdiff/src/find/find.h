@@ -43,9 +43,9 @@ struct InheritedPort final {
 };
 
 struct BranchPorts final {
-  std::string branch;              // short name: "release/2.9", "origin/release/2.9"
-  bool contains_commit = false;    // COMMIT itself is in the branch's history
-  std::vector<Port> ports;         // its own ports, newest first
+  std::string branch;                    // short name: "release/2.9", "origin/release/2.9"
+  bool contains_commit = false;          // COMMIT itself is in the branch's history
+  std::vector<Port> ports;               // its own ports, newest first
   std::vector<InheritedPort> inherited;  // ports listed under an earlier branch
 };
 

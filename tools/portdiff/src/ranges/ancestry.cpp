@@ -104,7 +104,8 @@ std::vector<git_oid> commits_between(git_repository* repo, const git_oid& base,
     git_revwalk* raw = nullptr;
     check(git_revwalk_new(&raw, repo), "listing commits");
     RevwalkPtr walk(raw);
-    check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE), "listing commits");
+    check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE),
+          "listing commits");
     check(git_revwalk_push(walk.get(), &head), "listing commits");
     check(git_revwalk_hide(walk.get(), &base), "listing commits");
     git_oid id;

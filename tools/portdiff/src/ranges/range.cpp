@@ -82,8 +82,7 @@ ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
     check(git_revparse(&revspec, repo, spec.c_str()), "unknown revision in " + where + hint);
     ObjectPtr from(revspec.from);
     ObjectPtr to(revspec.to);
-    if (!(revspec.flags & GIT_REVSPEC_RANGE) || !from || !to)
-      throw Error("not a range: " + where);
+    if (!(revspec.flags & GIT_REVSPEC_RANGE) || !from || !to) throw Error("not a range: " + where);
     range.base = peel_to_commit(from.get(), where);
     range.head = peel_to_commit(to.get(), where);
     const bool three_dots = (revspec.flags & GIT_REVSPEC_MERGE_BASE) != 0;
@@ -127,7 +126,8 @@ ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
       throw Error("cannot tell whether head " + named(head_written, range.head) +
                   " descends from base " + named(base_written, range.base) + " in " + where +
                   ": the history is cut at the shallow boundary before either answer" + hint);
-    case Descent::no: break;
+    case Descent::no:
+      break;
   }
   if (descends_from(repo, range.base, range.head) == Descent::yes)
     throw Error("empty range (head is an ancestor of base): " + where);

@@ -26,7 +26,7 @@ struct RangeCommit final {
 };
 
 struct ResolvedRange final {
-  std::string spec;   // as the user wrote it
+  std::string spec;  // as the user wrote it
   // How reports name it: --label, else a branch — the head as written when it
   // names one, or the one local branch whose tip is the head — else the spec.
   std::string label;
@@ -36,8 +36,7 @@ struct ResolvedRange final {
   std::vector<RangeCommit> commits;  // base..head, oldest first (list_commits)
 };
 
-ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
-                            const std::string& side);
+ResolvedRange resolve_range(git_repository* repo, const std::string& spec, const std::string& side);
 
 /// Fills `range.commits`: the commits reachable from head and not from base, as
 /// `git log --reverse base..head` lists them.

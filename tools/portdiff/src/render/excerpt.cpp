@@ -62,9 +62,8 @@ std::string first_difference_excerpt(const PatchLines& source, const PatchLines&
   const Found t = first_unmatched(target, lines.target_added, lines.target_deleted);
   // Two lines of the same kind are shown around their first differing byte, so the
   // difference is in view however far into the line it lies.
-  const std::size_t focus = s.found && t.found && s.origin == t.origin
-                                ? first_differing_byte(s.line, t.line)
-                                : 0;
+  const std::size_t focus =
+      s.found && t.found && s.origin == t.origin ? first_differing_byte(s.line, t.line) : 0;
   const auto side = [&](const Found& f) {
     return f.found ? style(line_excerpt(f.origin, f.line, focus)) : std::string("(none)");
   };

@@ -2,7 +2,6 @@
 
 #include <map>
 
-
 namespace portdiff {
 
 Matrix build_matrix(const std::vector<Report>& pairs) {

@@ -14,7 +14,7 @@ namespace portdiff {
  */
 struct MatrixRow final {
   std::string path;
-  const FileChange* source = nullptr;  // not owned; null when the source does not touch it
+  const FileChange* source = nullptr;     // not owned; null when the source does not touch it
   std::vector<const FileVerdict*> cells;  // per target; null when neither side touches it
 };
 

@@ -11,10 +11,14 @@ std::size_t utf8_length(std::string_view s, std::size_t at) {
   std::size_t n = 0;
   unsigned min = 0;
   if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, min = 0x80;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, min = 0x800;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, min = 0x10000;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2, min = 0x80;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4, min = 0x10000;
+  else
+    return 0;
   if (at + n > s.size()) return 0;
   unsigned code = c & (0x7F >> n);
   for (std::size_t i = 1; i < n; ++i) {
@@ -49,16 +53,35 @@ std::string quoted(std::string_view s) {
     }
     ++i;
     switch (c) {
-      case '\a': out += "\\a"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\v': out += "\\v"; continue;
-      case '\f': out += "\\f"; continue;
-      case '\r': out += "\\r"; continue;
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      default: break;
+      case '\a':
+        out += "\\a";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\v':
+        out += "\\v";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || c >= 0x7F) {
       char octal[5];

@@ -12,40 +12,62 @@ namespace portdiff {
 
 const char* verdict_name(Verdict verdict) {
   switch (verdict) {
-    case Verdict::identical: return "identical";
-    case Verdict::different: return "different";
-    case Verdict::only_source: return "only-source";
-    case Verdict::only_target: return "only-target";
+    case Verdict::identical:
+      return "identical";
+    case Verdict::different:
+      return "different";
+    case Verdict::only_source:
+      return "only-source";
+    case Verdict::only_target:
+      return "only-target";
   }
   return "";
 }
 
 const char* difference_name(Difference difference) {
   switch (difference) {
-    case Difference::none: return "";
-    case Difference::kind: return "kind";
-    case Difference::rename_origin: return "rename-origin";
-    case Difference::mode: return "mode";
-    case Difference::binary: return "binary";
-    case Difference::final_newline: return "final-newline";
-    case Difference::line_endings: return "line-endings";
-    case Difference::trailing_whitespace: return "trailing-whitespace";
-    case Difference::lines: return "lines";
+    case Difference::none:
+      return "";
+    case Difference::kind:
+      return "kind";
+    case Difference::rename_origin:
+      return "rename-origin";
+    case Difference::mode:
+      return "mode";
+    case Difference::binary:
+      return "binary";
+    case Difference::final_newline:
+      return "final-newline";
+    case Difference::line_endings:
+      return "line-endings";
+    case Difference::trailing_whitespace:
+      return "trailing-whitespace";
+    case Difference::lines:
+      return "lines";
   }
   return "";
 }
 
 const char* difference_description(Difference difference) {
   switch (difference) {
-    case Difference::none: return "";
-    case Difference::kind: return "different kind of change";
-    case Difference::rename_origin: return "renamed from different paths";
-    case Difference::mode: return "file mode differs";
-    case Difference::binary: return "binary content differs";
-    case Difference::final_newline: return "only the final newline differs";
-    case Difference::line_endings: return "only line endings (CRLF/LF) differ";
-    case Difference::trailing_whitespace: return "only trailing whitespace differs";
-    case Difference::lines: return "changed lines differ";
+    case Difference::none:
+      return "";
+    case Difference::kind:
+      return "different kind of change";
+    case Difference::rename_origin:
+      return "renamed from different paths";
+    case Difference::mode:
+      return "file mode differs";
+    case Difference::binary:
+      return "binary content differs";
+    case Difference::final_newline:
+      return "only the final newline differs";
+    case Difference::line_endings:
+      return "only line endings (CRLF/LF) differ";
+    case Difference::trailing_whitespace:
+      return "only trailing whitespace differs";
+    case Difference::lines:
+      return "changed lines differ";
   }
   return "";
 }
@@ -62,21 +84,30 @@ std::size_t display_width(const std::string& text) {
 
 const char* kind_name(ChangeKind kind) {
   switch (kind) {
-    case ChangeKind::added: return "added";
-    case ChangeKind::deleted: return "deleted";
-    case ChangeKind::modified: return "modified";
-    case ChangeKind::renamed: return "renamed";
-    case ChangeKind::typechange: return "typechange";
+    case ChangeKind::added:
+      return "added";
+    case ChangeKind::deleted:
+      return "deleted";
+    case ChangeKind::modified:
+      return "modified";
+    case ChangeKind::renamed:
+      return "renamed";
+    case ChangeKind::typechange:
+      return "typechange";
   }
   return "";
 }
 
 const char* effect_name(PatchEffect effect) {
   switch (effect) {
-    case PatchEffect::absent: return "absent";
-    case PatchEffect::untouched: return "untouched";
-    case PatchEffect::added: return "added";
-    case PatchEffect::changed: return "changed";
+    case PatchEffect::absent:
+      return "absent";
+    case PatchEffect::untouched:
+      return "untouched";
+    case PatchEffect::added:
+      return "added";
+    case PatchEffect::changed:
+      return "changed";
   }
   return "";
 }
@@ -95,8 +126,10 @@ std::string octal_mode(std::uint32_t mode) {
 
 std::string header_notes(const FileChange& change, const NameStyle& name) {
   switch (change.kind) {
-    case ChangeKind::added: return "new file " + octal_mode(change.new_mode);
-    case ChangeKind::deleted: return "deleted file";
+    case ChangeKind::added:
+      return "new file " + octal_mode(change.new_mode);
+    case ChangeKind::deleted:
+      return "deleted file";
     case ChangeKind::renamed: {
       std::string note = "renamed from " + name(change.old_path);
       if (change.old_mode != change.new_mode)
@@ -127,9 +160,12 @@ std::string header_pair(const FileVerdict& row, const NameStyle& name) {
 
 std::string pairing_note(const FileVerdict& row, const NameStyle& name) {
   switch (row.pairing) {
-    case Pairing::path: return "";
-    case Pairing::mapped: return "source path " + name(row.source_path) + " (--map-path)";
-    case Pairing::content: return "paired by content with source " + name(row.source_path);
+    case Pairing::path:
+      return "";
+    case Pairing::mapped:
+      return "source path " + name(row.source_path) + " (--map-path)";
+    case Pairing::content:
+      return "paired by content with source " + name(row.source_path);
   }
   return "";
 }
@@ -150,17 +186,17 @@ std::string other_head_note(const FileVerdict& row, const NameStyle& name) {
 
 std::string row_notes(const FileVerdict& row, const NameStyle& name) {
   std::string out;
-  for (const std::string& note : {pairing_note(row, name), header_pair(row, name), other_head_note(row, name)})
+  for (const std::string& note :
+       {pairing_note(row, name), header_pair(row, name), other_head_note(row, name)})
     if (!note.empty()) out += (out.empty() ? "" : "; ") + note;
   return out;
 }
 
 std::string first_difference(const FileVerdict& row, const ExcerptStyle& excerpt) {
   if (row.verdict != Verdict::different) return "";
-  const bool line_level = row.difference == Difference::final_newline ||
-                          row.difference == Difference::line_endings ||
-                          row.difference == Difference::trailing_whitespace ||
-                          row.difference == Difference::lines;
+  const bool line_level =
+      row.difference == Difference::final_newline || row.difference == Difference::line_endings ||
+      row.difference == Difference::trailing_whitespace || row.difference == Difference::lines;
   return line_level ? first_difference_excerpt(row.source->lines, row.target->lines, excerpt) : "";
 }
 
@@ -173,9 +209,11 @@ std::string row_remarks(const FileVerdict& row, const ExcerptStyle& words,
   const std::string first = first_difference(row, excerpt);
   if (!first.empty()) add(words("first difference: ") + first);
   if (row.by_region)
-    add(words("same edit, which git -U0 aligns differently on the two baselines (region "
-              "reading: +" + std::to_string(row.region_added) + "/-" +
-              std::to_string(row.region_deleted) + " on both sides)"));
+    add(
+        words("same edit, which git -U0 aligns differently on the two baselines (region "
+              "reading: +" +
+              std::to_string(row.region_added) + "/-" + std::to_string(row.region_deleted) +
+              " on both sides)"));
   if (!row.final_note.empty()) {
     std::string note = words(row.final_note);
     for (const std::string& line : row.final_excerpts) note += " " + excerpt(line);
@@ -249,11 +287,12 @@ std::string with_size_note(const std::string& markdown, bool brief) {
   if (size <= limit) return markdown;
   std::string digits = std::to_string(size);
   for (std::size_t at = digits.size(); at > 3; at -= 3) digits.insert(at - 3, ",");
-  const std::string note = "> **Note:** this report is " + digits +
-         " characters long, more than the 65,536 a pull request description holds on the "
-         "largest host" +
-         (brief ? "; attach it as a file instead."
-                : "; `--brief` keeps only the verdict and the rows that are not identical.") +
+  const std::string note =
+      "> **Note:** this report is " + digits +
+      " characters long, more than the 65,536 a pull request description holds on the "
+      "largest host" +
+      (brief ? "; attach it as a file instead."
+             : "; `--brief` keeps only the verdict and the rows that are not identical.") +
       "\n\n";
   // Under the verdict line, the first paragraph that ends in bold.
   const std::size_t verdict_end = markdown.find(".**\n\n");
@@ -279,7 +318,8 @@ std::string diff_settings_sentence(const Report& report) {
          std::to_string(DiffSettings::context_lines) +
          " context lines, after git's common-tail trim), the region reading where git's "
          "readings differ, no whitespace or end-of-line normalisation, no attributes, renames " +
-         (report.find_renames ? "detected (--find-renames)" : "off (a rename is a delete plus an add)");
+         (report.find_renames ? "detected (--find-renames)"
+                              : "off (a rename is a delete plus an add)");
 }
 
 }  // namespace portdiff

@@ -20,7 +20,9 @@ std::vector<std::string> found_by(const Port& port, bool json_names) {
   if (port.by_patch_id) how.push_back("patch-id");
   if (port.by_changed_lines) how.push_back(json_names ? "changed-lines" : "changed lines");
   if (port.by_subject)
-    how.push_back(json_names ? "same-subject" : port.evidence() ? "same subject" : "same subject (hint)");
+    how.push_back(json_names        ? "same-subject"
+                  : port.evidence() ? "same subject"
+                                    : "same subject (hint)");
   return how;
 }
 

@@ -60,8 +60,8 @@ json report_json(const Report& report, const Options& options) {
         row.verdict == Verdict::different ? json(difference_name(row.difference)) : json(nullptr);
     file["final_equal"] = both ? json(row.final_equal) : json(nullptr);
     file["identical_by"] = row.verdict != Verdict::identical ? json(nullptr)
-                           : row.by_region                  ? json("region")
-                                                            : json("git-u0");
+                           : row.by_region                   ? json("region")
+                                                             : json("git-u0");
     if (row.by_region) {
       json region = json::object();
       region["added"] = row.region_added;

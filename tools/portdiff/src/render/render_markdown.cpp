@@ -13,9 +13,7 @@ constexpr std::size_t collapse_identical_above = 10;
 
 const NameStyle name_style = [](const std::string& name) { return code(name); };
 
-const char* final_files(const FileVerdict& row) {
-  return row.final_equal ? "equal" : "differ";
-}
+const char* final_files(const FileVerdict& row) { return row.final_equal ? "equal" : "differ"; }
 
 /// A row's notes for a Markdown cell: header notes, then the remarks.
 std::string notes(const FileVerdict& row) {
@@ -37,8 +35,12 @@ void table_head(std::ostringstream& out, const Report& report, Verdict verdict) 
           << " | difference | size (lines) | final files | notes |\n"
              "|---|---|---|---|---|---|---|\n";
       break;
-    case Verdict::only_source: out << "| file | " << s << " | notes |\n|---|---|---|\n"; break;
-    case Verdict::only_target: out << "| file | " << t << " | notes |\n|---|---|---|\n"; break;
+    case Verdict::only_source:
+      out << "| file | " << s << " | notes |\n|---|---|---|\n";
+      break;
+    case Verdict::only_target:
+      out << "| file | " << t << " | notes |\n|---|---|---|\n";
+      break;
   }
 }
 
@@ -53,8 +55,12 @@ void table_row(std::ostringstream& out, const FileVerdict& row) {
           << difference_description(row.difference) << " | " << size_text(row) << " | "
           << final_files(row);
       break;
-    case Verdict::only_source: out << counts(*row.source); break;
-    case Verdict::only_target: out << counts(*row.target); break;
+    case Verdict::only_source:
+      out << counts(*row.source);
+      break;
+    case Verdict::only_target:
+      out << counts(*row.target);
+      break;
   }
   out << " | " << notes(row) << " |\n";
 }
@@ -100,8 +106,8 @@ void brief_table(std::ostringstream& out, const Report& report) {
 std::string name_list(const TestFileComparison& file, bool source_side) {
   std::string names;
   for (const FunctionRow& f : file.functions) {
-    const bool wanted = source_side ? f.target == PatchEffect::absent
-                                    : f.source == PatchEffect::absent;
+    const bool wanted =
+        source_side ? f.target == PatchEffect::absent : f.source == PatchEffect::absent;
     if (!wanted) continue;
     names += names.empty() ? " — " : ", ";
     names += code(f.name);
@@ -138,8 +144,8 @@ std::string markdown_test_file(const TestFileComparison& file, const std::string
   };
   out << "- source: " << count(file.source_present, file.source_count, "source")
       << "; target: " << count(file.target_present, file.target_count, "target") << ".\n";
-  out << "- same-named: " << file.same_named << " — " << file.identical
-      << " byte-identical, " << file.differing << " differing.\n";
+  out << "- same-named: " << file.same_named << " — " << file.identical << " byte-identical, "
+      << file.differing << " differing.\n";
   out << "- unique to source: " << file.only_source << name_list(file, true) << ".\n";
   out << "- unique to target: " << file.only_target << name_list(file, false) << ".\n\n";
 
@@ -152,9 +158,8 @@ std::string markdown_test_file(const TestFileComparison& file, const std::string
       ++unlisted;
       continue;
     }
-    rows << "| " << code(f.name) << " | " << effect_name(f.source) << " | "
-         << effect_name(f.target) << " | "
-         << (both ? (f.same_body ? "identical" : "differ") : "—") << " |\n";
+    rows << "| " << code(f.name) << " | " << effect_name(f.source) << " | " << effect_name(f.target)
+         << " | " << (both ? (f.same_body ? "identical" : "differ") : "—") << " |\n";
   }
   if (!rows.str().empty())
     out << "| function | source | target | bodies |\n|---|---|---|---|\n" << rows.str() << "\n";
@@ -203,12 +208,12 @@ std::string render_markdown(const Report& report, const Options& options) {
   out << "Diff: " << diff_settings_sentence(report) << ".\n\n";
   out << "Pinned ranges and their commits, oldest first (the report does not move when the "
          "branches do):\n\n";
-  out << markdown_range(report.source, "source") << markdown_range(report.target, "target")
-      << "\n";
+  out << markdown_range(report.source, "source") << markdown_range(report.target, "target") << "\n";
 
   out << "## 3. Totals\n\n";
-  out << "The union of both patches has " << plural(t.files, "file") << "; the source patch touches "
-      << t.source_files << ", the target patch " << t.target_files << ".\n\n";
+  out << "The union of both patches has " << plural(t.files, "file")
+      << "; the source patch touches " << t.source_files << ", the target patch " << t.target_files
+      << ".\n\n";
   out << "| class | files |\n|---|---|\n";
   out << "| identical | " << t.identical << " (final files equal: " << t.identical_final_equal
       << ") |\n";

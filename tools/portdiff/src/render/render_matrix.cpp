@@ -19,12 +19,15 @@ const std::vector<Report>& pairs_of(const Matrix& matrix) { return *matrix.pairs
 std::string cell_text(const FileVerdict* cell) {
   if (cell == nullptr) return "—";
   switch (cell->verdict) {
-    case Verdict::identical: return std::string("identical ") + counts(*cell->target);
+    case Verdict::identical:
+      return std::string("identical ") + counts(*cell->target);
     case Verdict::different:
       return std::string("different (") + difference_name(cell->difference) + ") " +
              counts(*cell->target);
-    case Verdict::only_source: return "only-source";
-    case Verdict::only_target: return std::string("only-target ") + counts(*cell->target);
+    case Verdict::only_source:
+      return "only-source";
+    case Verdict::only_target:
+      return std::string("only-target ") + counts(*cell->target);
   }
   return "";
 }
@@ -46,8 +49,9 @@ std::string pinned(const ResolvedRange& r) { return to_hex(r.base) + ".." + to_h
 }  // namespace
 
 std::string matrix_verdict_line(const Matrix& matrix) {
-  std::string line = std::string("Verdict: ") + (all_identical(matrix) ? "identical" : "not identical") +
-                     " — " + plural(pairs_of(matrix).size(), "target") + ": ";
+  std::string line = std::string("Verdict: ") +
+                     (all_identical(matrix) ? "identical" : "not identical") + " — " +
+                     plural(pairs_of(matrix).size(), "target") + ": ";
   bool first = true;
   for (const Report& pair : pairs_of(matrix)) {
     line += (first ? "" : "; ") + quote(pair.target.label) + " " +
@@ -82,7 +86,8 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
            "the branches do):\n\n";
     out << markdown_range(any.source, "source");
     for (const Report& pair : pairs) out << markdown_range(pair.target, "target");
-    out << "\n## 3. Totals\n\n| target | files | identical | different | only-source | only-target |\n"
+    out << "\n## 3. Totals\n\n| target | files | identical | different | only-source | only-target "
+           "|\n"
            "|---|---|---|---|---|---|\n";
     for (const Report& pair : pairs) {
       const Totals& t = pair.totals;
@@ -118,7 +123,8 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
       const FileVerdict* cell = row.cells[t];
       if (cell == nullptr || cell->verdict != Verdict::different) continue;
       std::string remarks = row_remarks(*cell, md_text, code_span);
-      const std::string header = row_notes(*cell, [](const std::string& name) { return code(name); });
+      const std::string header =
+          row_notes(*cell, [](const std::string& name) { return code(name); });
       if (!header.empty()) remarks = header + (remarks.empty() ? "" : "; " + remarks);
       notes << "- " << code(row.path) << " × " << code(pairs[t].target.label) << ": "
             << md_text(difference_description(cell->difference))
@@ -163,10 +169,12 @@ std::string render_matrix_text(const Matrix& matrix, const Options& options) {
   std::size_t width = 4, cell_width = 8;
   for (const MatrixRow& row : matrix.rows) {
     width = std::max(width, display_width(quote(row.path)));
-    for (const FileVerdict* cell : row.cells) cell_width = std::max(cell_width, cell_text(cell).size());
+    for (const FileVerdict* cell : row.cells)
+      cell_width = std::max(cell_width, cell_text(cell).size());
   }
   width = std::min<std::size_t>(width + 2, 60);
-  for (const Report& pair : pairs) cell_width = std::max(cell_width, display_width(quote(pair.target.label)));
+  for (const Report& pair : pairs)
+    cell_width = std::max(cell_width, display_width(quote(pair.target.label)));
   cell_width += 2;
   const auto pad = [](const std::string& text, std::size_t to) {
     const std::size_t used = display_width(text);
@@ -215,8 +223,9 @@ json matrix_json(const Matrix& matrix, const Options& options) {
       }
       json c = json::object();
       c["class"] = verdict_name(cell->verdict);
-      c["difference"] =
-          cell->verdict == Verdict::different ? json(difference_name(cell->difference)) : json(nullptr);
+      c["difference"] = cell->verdict == Verdict::different
+                            ? json(difference_name(cell->difference))
+                            : json(nullptr);
       c["target"] = side_json(cell->target);
       cells.push_back(std::move(c));
     }

@@ -11,14 +11,20 @@ namespace {
 /// ANSI colours for the terminal view; empty strings when colour is off.
 struct Palette final {
   explicit Palette(bool on)
-      : bold(on ? "\033[1m" : ""), green(on ? "\033[32m" : ""), red(on ? "\033[31m" : ""),
-        yellow(on ? "\033[33m" : ""), reset(on ? "\033[0m" : "") {}
+      : bold(on ? "\033[1m" : ""),
+        green(on ? "\033[32m" : ""),
+        red(on ? "\033[31m" : ""),
+        yellow(on ? "\033[33m" : ""),
+        reset(on ? "\033[0m" : "") {}
   const char* of(Verdict verdict) const {
     switch (verdict) {
-      case Verdict::identical: return green;
-      case Verdict::different: return red;
+      case Verdict::identical:
+        return green;
+      case Verdict::different:
+        return red;
       case Verdict::only_source:
-      case Verdict::only_target: return yellow;
+      case Verdict::only_target:
+        return yellow;
     }
     return "";
   }
@@ -76,21 +82,21 @@ std::string render_text(const Report& report, const Options& options) {
   }
 
   std::size_t width = 4;
-  for (const FileVerdict& row : report.files) width = std::max(width, display_width(quote(row.path)));
+  for (const FileVerdict& row : report.files)
+    width = std::max(width, display_width(quote(row.path)));
   width = std::min<std::size_t>(width + 2, 60);
 
-  for (Verdict verdict : {Verdict::identical, Verdict::different, Verdict::only_source,
-                          Verdict::only_target}) {
+  for (Verdict verdict :
+       {Verdict::identical, Verdict::different, Verdict::only_source, Verdict::only_target}) {
     if (options.brief && verdict == Verdict::identical) continue;
     bool heading = false;
     for (const FileVerdict* ranked : rows_of(report, verdict)) {
       const FileVerdict& row = *ranked;
       if (!heading) {
-        out << "\n" << color.bold << color.of(verdict) << verdict_name(verdict) << color.reset
-            << "\n";
+        out << "\n"
+            << color.bold << color.of(verdict) << verdict_name(verdict) << color.reset << "\n";
         out << "  " << padded("file", width) << padded(side_name(report.source, "source"), 12)
-            << padded(side_name(report.target, "target"), 12)
-            << "\n";
+            << padded(side_name(report.target, "target"), 12) << "\n";
         heading = true;
       }
       out << "  " << color.of(verdict) << padded(row.path, width) << color.reset
@@ -106,9 +112,10 @@ std::string render_text(const Report& report, const Options& options) {
       return present ? std::to_string(n) : std::string("absent");
     };
     out << "  " << quote(file.path) << ": source " << count(file.source_present, file.source_count)
-        << ", target " << count(file.target_present, file.target_count) << "; same-named " << file.same_named << " (" << file.identical
-        << " identical, " << file.differing << " differing); only source " << file.only_source
-        << ", only target " << file.only_target << "\n";
+        << ", target " << count(file.target_present, file.target_count) << "; same-named "
+        << file.same_named << " (" << file.identical << " identical, " << file.differing
+        << " differing); only source " << file.only_source << ", only target " << file.only_target
+        << "\n";
     for (const FunctionRow& f : file.functions) {
       const bool both = f.source != PatchEffect::absent && f.target != PatchEffect::absent;
       if (both && f.same_body && f.source == PatchEffect::untouched &&

@@ -94,8 +94,8 @@ std::vector<PyTestFunction> scan_test_functions(std::string_view source) {
   const auto close_scope = [&] {
     Scope scope = std::move(scopes.back());
     scopes.pop_back();
-    const bool in_classes_only = std::all_of(scopes.begin(), scopes.end(),
-                                             [](const Scope& s) { return s.is_class; });
+    const bool in_classes_only =
+        std::all_of(scopes.begin(), scopes.end(), [](const Scope& s) { return s.is_class; });
     if (scope.is_class || !in_classes_only || scope.name.compare(0, 4, "test") != 0) return;
     std::string qualified;
     for (const Scope& s : scopes) qualified += s.name + ".";
@@ -121,13 +121,16 @@ std::vector<PyTestFunction> scan_test_functions(std::string_view source) {
     // Indentation as Python measures it: tabs to the next multiple of 8.
     std::size_t column = 0, i = 0;
     for (; i < line.size(); ++i) {
-      if (line[i] == ' ') ++column;
-      else if (line[i] == '\t') column = (column / 8 + 1) * 8;
-      else if (line[i] != '\f') break;
+      if (line[i] == ' ')
+        ++column;
+      else if (line[i] == '\t')
+        column = (column / 8 + 1) * 8;
+      else if (line[i] != '\f')
+        break;
     }
     const std::string_view code = line.substr(i);
-    const bool blank = code.empty() || code[0] == '#' || code[0] == '\n' ||
-                       code.substr(0, 2) == "\r\n";
+    const bool blank =
+        code.empty() || code[0] == '#' || code[0] == '\n' || code.substr(0, 2) == "\r\n";
     if (!blank) {
       while (!scopes.empty() && column <= scopes.back().indent) close_scope();
 

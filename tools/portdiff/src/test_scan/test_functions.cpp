@@ -68,9 +68,11 @@ bool is_test_file(const std::string& path, const std::vector<std::string>& globs
   return false;
 }
 
-std::vector<TestFileComparison> compare_test_functions(
-    git_repository* repo, const ResolvedRange& source, const ResolvedRange& target,
-    const std::vector<FileVerdict>& verdicts, const Options& options) {
+std::vector<TestFileComparison> compare_test_functions(git_repository* repo,
+                                                       const ResolvedRange& source,
+                                                       const ResolvedRange& target,
+                                                       const std::vector<FileVerdict>& verdicts,
+                                                       const Options& options) {
   std::vector<TestFileComparison> result;
   std::optional<SideTrees> source_trees, target_trees;
 

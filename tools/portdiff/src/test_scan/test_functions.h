@@ -46,8 +46,10 @@ bool is_test_file(const std::string& path, const std::vector<std::string>& globs
 /// Stage 5 — scan test functions: for every file of the union that matches the
 /// test globs and exists at either head, scans it at each head and each base; a
 /// file at one head only gives that side's functions as unique to it (P18).
-std::vector<TestFileComparison> compare_test_functions(
-    git_repository* repo, const ResolvedRange& source, const ResolvedRange& target,
-    const std::vector<FileVerdict>& verdicts, const Options& options);
+std::vector<TestFileComparison> compare_test_functions(git_repository* repo,
+                                                       const ResolvedRange& source,
+                                                       const ResolvedRange& target,
+                                                       const std::vector<FileVerdict>& verdicts,
+                                                       const Options& options);
 
 }  // namespace portdiff
