@@ -350,7 +350,8 @@ def report(
 
 def write(text: str, verdicts: list[str]) -> None:
     body = (
-        f"{SECTION}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python bench/cpu_graph.py\n```\n\n"
+        f"{SECTION}\n\nCommand (from the repository root):\n\n"
+        "```\n.venv/bin/python bench/cpu_graph.py\n```\n\n"
         "See the docstring of bench/cpu_graph.py for what each column runs.\n\n"
         f"```\n{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
     )

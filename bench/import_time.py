@@ -102,6 +102,14 @@ def render(r: dict, command: str) -> str:
     met = r["import_graphdispatch_ms"] < TARGET_MS and fraction < TARGET_FRACTION
     import torch  # noqa: PLC0415 - only for the version line
 
+    ours = (
+        f"{r['import_graphdispatch_ms']:8.1f}   (min {r['import_graphdispatch_min_ms']:.1f}, "
+        f"max {r['import_graphdispatch_max_ms']:.1f})"
+    )
+    machine = (
+        f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
+        f"load average {r['load_average']:.1f} at the end"
+    )
     return f"""{SECTION}
 
 Command (from the repository root):
@@ -117,12 +125,12 @@ B = `python -c "import torch, graphdispatch"` (each times its imports with `perf
 median of {r["runs"]} fresh processes                         ms
   A: import torch (in process)                         {r["import_torch_ms"]:8.1f}
   B: import torch (in process)                         {r["import_torch_b_ms"]:8.1f}
-  B: import graphdispatch after it (in process)        {r["import_graphdispatch_ms"]:8.1f}   (min {r["import_graphdispatch_min_ms"]:.1f}, max {r["import_graphdispatch_max_ms"]:.1f})
+  B: import graphdispatch after it (in process)        {ours}
   A: whole process, wall                               {r["plain_wall_ms"]:8.1f}
   B: whole process, wall                               {r["with_us_wall_ms"]:8.1f}
   B - A, wall                                          {r["wall_difference_ms"]:8.1f}
 heavy modules loaded in B (torch._dynamo, torch._inductor, sympy): {r["heavy_loaded"] or "none"}
-torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, load average {r["load_average"]:.1f} at the end
+{machine}
 ```
 
 **`import graphdispatch` costs {r["import_graphdispatch_ms"]:.1f} ms, {100 * fraction:.2f} % of

@@ -23,9 +23,9 @@ every repeat:
 Overhead = wrapper minus direct; the ratio is C++ overhead / Python overhead. Two scenarios:
 "copy" passes the caller's own tensors (never the entry's buffers, so every dynamic input is
 copied, 64 bytes each); "in place" passes the entry's buffers (``runner.input_buffers``), so the
-copies are skipped. Targets (from the issues): the C++ overhead is at most 0.2x the Python one at
-N = 64 and at most 0.45x at N = 1. Writes the section ``## Replay host overhead`` of bench/RESULTS.md (other sections
-are kept) unless ``--no-write``.
+copies are skipped. Targets: the C++ overhead is at most 0.2x the Python one at N = 64 and at
+most 0.45x at N = 1. Writes the section ``## Replay host overhead`` of bench/RESULTS.md (other
+sections are kept) unless ``--no-write``.
 
     .venv/bin/python bench/overhead.py --baseline-extension OLD_C.so [--extension NEW_C.so]
 
@@ -304,7 +304,8 @@ def compare_extensions(current: Path, baseline: Path, repeats: int, calls: int) 
     verdict = (
         f"**{'A cost above the noise' if measurable else 'No cost above the noise'}. "
         f"With the profiler off, the build with the ranges has {min(ratios):.2f}x to "
-        f"{max(ratios):.2f}x the baseline's per-call overhead (median {statistics.median(ratios):.2f}x); "
+        f"{max(ratios):.2f}x the baseline's per-call overhead "
+        f"(median {statistics.median(ratios):.2f}x); "
         f"the control, the baseline itself in other processes, {min(controls):.2f}x to "
         f"{max(controls):.2f}x (median {statistics.median(controls):.2f}x).**"
     )
@@ -360,7 +361,8 @@ def main() -> None:
                 f'--extension NEW_C.so\n```\n\nThe scenarios of "Replay host overhead" '
                 f"above, C++ runner only, profiler off: each repeat is one fresh process per "
                 f'extension, in rotated order, same Python sources; "control" is the baseline '
-                f"extension again, so its column shows the process-to-process noise.\n\n```\n{table}\n```\n\n{verdict}\n",
+                f"extension again, so its column shows the process-to-process noise.\n\n"
+                f"```\n{table}\n```\n\n{verdict}\n",
                 RANGES_SECTION,
             )
         return

@@ -169,13 +169,15 @@ def main(argv: list[str] | None = None) -> int:
         "median ms per denoising step"
     )
     print(
-        "| pipeline | route | graph | ms/step | × eager | × default | first call s | max abs diff | model calls | captures | replays | fallbacks |"
+        "| pipeline | route | graph | ms/step | × eager | × default | first call s | max abs diff "
+        "| model calls | captures | replays | fallbacks |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['pipeline']} | {r['route']} | {r['graph']} | {r['median_ms']:.2f} | "
-            f"{r['vs_eager']:.2f} | {r['vs_default']:.2f} | {r['first_call_s']:.1f} | {r['max_abs_diff']:.1e} | "
+            f"{r['vs_eager']:.2f} | {r['vs_default']:.2f} | {r['first_call_s']:.1f} | "
+            f"{r['max_abs_diff']:.1e} | "
             f"{r['model_calls']} | {r['captures']} | {r['replays']} | {r['fallbacks']} |"
         )
     return 0

@@ -95,7 +95,8 @@ def main() -> None:
     graphdispatch.reset()
     lines = [
         f"median of {args.repeats} rounds x {args.calls} calls, µs of thread CPU time per call",
-        f"{'model':<5} {'off':>9} {'every call':>11} {'after K':>9} {'every/off':>10} {'after/off':>10}",
+        f"{'model':<5} {'off':>9} {'every call':>11} {'after K':>9} "
+        f"{'every/off':>10} {'after/off':>10}",
     ]
     ratios = {}
     with torch.no_grad():

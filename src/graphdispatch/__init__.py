@@ -53,7 +53,8 @@ def warmup(
     compiled: Any, inputs: Any, *, progress: bool = True, grad: bool = False
 ) -> dict[str, Any]:
     """Calls ``compiled`` once per input set in ``inputs`` so every signature is captured before
-    serving; a tqdm bar on a terminal; returns the ``stats()`` delta (details in ``graphdispatch.serving``)."""
+    serving; a tqdm bar on a terminal; returns the ``stats()`` delta (details in
+    ``graphdispatch.serving``)."""
     from .serving import warmup as _warmup
 
     return _warmup(compiled, inputs, progress=progress, grad=grad)
@@ -71,12 +72,12 @@ def stats() -> dict[str, Any]:
     entry buffers), recaptures (captures after a tensor read in place was freed or replaced,
     bounded by max_recaptures), verified_replays (replays checked against
     the non-graph path, verify_replays), held_outputs_copied (unsafe outputs still referenced
-    when their entry replayed again, copied into memory of their own first), fallbacks ({reason: calls served by the
-    non-graph path}, the reasons of ``_C.fallback_reasons()``, listed in docs/diagnosing.md
-    section 3), routes ({route: graphs compiled since the last reset}); and two
-    gauges that reset() leaves alone: entries (captured entries alive now) and entry_bytes
-    (bytes they hold: input buffers plus graph memory). Counters are per process; a forked
-    child starts from zero.
+    when their entry replayed again, copied into memory of their own first), fallbacks
+    ({reason: calls served by the non-graph path}, the reasons of ``_C.fallback_reasons()``,
+    listed in docs/diagnosing.md section 3), routes ({route: graphs compiled since the last
+    reset}); and two gauges that reset() leaves alone: entries (captured entries alive now) and
+    entry_bytes (bytes they hold: input buffers plus graph memory). Counters are per process; a
+    forked child starts from zero.
     """
     from . import _C
     from .backend import route_counts

@@ -210,9 +210,9 @@ def explain(
     run them); then the call itself runs, a replay on a graph route. With the defaults that is
     three runs on a device graph, four on the CPU or emulated graph, two on the ``default``
     route (tests/test_explain.py counts them). Make the call as you would (e.g. under
-    ``torch.no_grad()``), since grad mode decides fallbacks. Resets Dynamo's caches before and after, as
-    ``torch._dynamo.explain`` does. Raises what the model raises, and TypeError/ValueError for
-    invalid options.
+    ``torch.no_grad()``), since grad mode decides fallbacks. Resets Dynamo's caches before and
+    after, as ``torch._dynamo.explain`` does. Raises what the model raises, and
+    TypeError/ValueError for invalid options.
     """
     import torch._dynamo
 

@@ -164,7 +164,8 @@ class FrameworkGraphFactory:
         return [namespace for namespace in found if namespace is not None]
 
     def _new_graph(self, device: str, pool: Any) -> tuple[Any, dict[str, Any]]:
-        """A framework graph for ``device`` capturing into ``pool``, and its capture_begin kwargs."""
+        """A framework graph for ``device`` capturing into ``pool``, with its capture_begin
+        kwargs."""
         if self.name == "cuda":
             with torch.cuda.device(torch.device(device)):
                 return torch.cuda.CUDAGraph(), {"pool": pool, "capture_error_mode": "thread_local"}

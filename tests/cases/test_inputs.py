@@ -6,7 +6,7 @@ import pytest
 import torch
 from cases_helpers import ROUTES, compiled, fallbacks, requires_cuda, runner, stats
 
-# ---- C3: inputs that share storage ------------------------------------------------------------
+# ---- C3: inputs that share storage ---------------------------------------------------------------
 
 
 def add_scaled(a, b):
@@ -82,7 +82,7 @@ def test_c3_runner_falls_back_for_overlapping_inputs_and_never_captures_them(vie
     assert stats()["captures"] == 1
 
 
-# ---- C4: same shape, different layout -----------------------------------------------------------
+# ---- C4: same shape, different layout ------------------------------------------------------------
 
 
 def scale_shift(x):
@@ -123,7 +123,7 @@ def test_c4_layouts_through_dynamo():
     assert stats()["replays"] == 8
 
 
-# ---- C5: an in-place update of an input ---------------------------------------------------------
+# ---- C5: an in-place update of an input ----------------------------------------------------------
 
 
 def update_then_multiply(x, y):
@@ -218,7 +218,7 @@ def test_c6_none_arguments():
     assert r.num_entries == 2
 
 
-# ---- C7: a float argument baked in -----------------------------------------------------------------
+# ---- C7: a float argument baked in ---------------------------------------------------------------
 
 
 def rms_norm(x, s):

@@ -6,7 +6,7 @@ import threading
 import torch
 from cases_helpers import compiled, fallbacks, runner, stats
 
-# ---- C14: concurrent first calls ----------------------------------------------------------------
+# ---- C14: concurrent first calls -----------------------------------------------------------------
 
 THREADS = 32
 
@@ -47,7 +47,7 @@ def test_c14_concurrent_first_calls_in_the_runner():
     assert stats()["captures"] == 1 and stats()["replays"] == THREADS
 
 
-# ---- C15: grad mode, inference mode, requires_grad -------------------------------------------------
+# ---- C15: grad mode, inference mode, requires_grad -----------------------------------------------
 
 
 def _check(got, expected):
@@ -112,7 +112,7 @@ def test_c15_parameter_free_fn_under_grad_mode():
     assert stats()["captures"] == 1 and stats()["fallbacks"] == {}
 
 
-# ---- C16: the model changes after capture -----------------------------------------------------------
+# ---- C16: the model changes after capture --------------------------------------------------------
 
 
 def test_c16_outputs_follow_the_current_parameters_dtype_and_autocast():

@@ -20,7 +20,8 @@ def child():
     x = torch.randn(8)
     fn = graphdispatch.Backend(graph_only=True, device_graph="emulated")(gm, [x])
     ok = bool(torch.allclose(fn(x), x * 2 + 1))
-    return {"max_entries": opts["max_entries"], "ok": ok, "captures": graphdispatch.stats()["captures"]}
+    captures = graphdispatch.stats()["captures"]
+    return {"max_entries": opts["max_entries"], "ok": ok, "captures": captures}
 
 print(json.dumps({"child": in_child(child, timeout=10)}))
 """
@@ -123,7 +124,8 @@ import graphdispatch
 from graphdispatch import backend
 
 f = lambda x: torch.sin(x) * 3
-c = torch.compile(f, backend="graphdispatch", options={"graph_only": True, "device_graph": "emulated"})
+c = torch.compile(f, backend="graphdispatch",
+                  options={"graph_only": True, "device_graph": "emulated"})
 x = torch.randn(8)
 c(x); c(x)
 parent_before = {"entries": sum(r.num_entries for r in list(backend._RUNNERS)),
@@ -141,9 +143,9 @@ def child():
 result = in_child(child, timeout=10)
 y = torch.randn(8)
 parent_ok = bool(torch.allclose(c(y), f(y)))
-print(json.dumps({"child": result, "parent_before": parent_before,
-                  "parent_after": {"entries": sum(r.num_entries for r in list(backend._RUNNERS)),
-                                   "captures": graphdispatch.stats()["captures"], "ok": parent_ok}}))
+parent_after = {"entries": sum(r.num_entries for r in list(backend._RUNNERS)),
+                "captures": graphdispatch.stats()["captures"], "ok": parent_ok}
+print(json.dumps({"child": result, "parent_before": parent_before, "parent_after": parent_after}))
 """
     )
     assert out["parent_before"] == {"entries": 1, "captures": 1}

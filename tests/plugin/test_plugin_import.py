@@ -12,7 +12,8 @@ import torch
 before = set(sys.modules)
 import graphdispatch
 added = sorted(set(sys.modules) - before)
-heavy = sorted(m for m in added if m.split(".")[0] == "sympy" or m.startswith(("torch._dynamo", "torch._inductor")))
+heavy = sorted(m for m in added
+               if m.split(".")[0] == "sympy" or m.startswith(("torch._dynamo", "torch._inductor")))
 devices = {"cuda": torch.cuda.is_initialized()}
 for name in ("xpu", "npu", "mtia"):
     module = getattr(torch, name, None)
@@ -50,8 +51,10 @@ def test_import_succeeds_with_heavy_modules_blocked(run_py):
         import graphdispatch
         from graphdispatch import config
         print(json.dumps({
-            "still_none": [n for n in ("torch._dynamo", "torch._inductor", "sympy") if sys.modules[n] is None],
-            "has_api": all(hasattr(graphdispatch, n) for n in ("check_options", "stats", "reset", "config")),
+            "still_none": [n for n in ("torch._dynamo", "torch._inductor", "sympy")
+                           if sys.modules[n] is None],
+            "has_api": all(hasattr(graphdispatch, n)
+                           for n in ("check_options", "stats", "reset", "config")),
             "check": graphdispatch.check_options({"max-entries": 2})["max_entries"],
         }))
     """)

@@ -180,7 +180,8 @@ errors = {
 }
 print(json.dumps({
     "errors": errors,
-    "setup_attempts": {s.name: s.attempts for s in (backend.LOAD_EXTENSION, backend.SETUP_INDUCTOR)},
+    "setup_attempts": {s.name: s.attempts
+                       for s in (backend.LOAD_EXTENSION, backend.SETUP_INDUCTOR)},
     "extension_loaded": "graphdispatch._C" in sys.modules,
     "compile_fx_loaded": "torch._inductor.compile_fx" in sys.modules,
     "routes": backend.route_counts(),

@@ -10,7 +10,8 @@ def test_entry_point_resolves_in_fresh_process(run_py):
         import json, sys
         from importlib.metadata import entry_points
         import torch
-        (ep,) = [e for e in entry_points(group="torch_dynamo_backends") if e.name == "graphdispatch"]
+        (ep,) = [e for e in entry_points(group="torch_dynamo_backends")
+                 if e.name == "graphdispatch"]
         before = set(sys.modules)
         ops_before = set(torch._C._dispatch_get_all_op_names())
         target = ep.load()
@@ -89,14 +90,16 @@ def test_registration_survives_reload(run_py):
         def compile_and_run():
             torch._dynamo.reset()
             f = lambda x: x * 3
-            c = torch.compile(f, backend="graphdispatch", options={"graph_only": True, "device_graph": "emulated"})
+            c = torch.compile(f, backend="graphdispatch",
+                              options={"graph_only": True, "device_graph": "emulated"})
             x = torch.randn(4)
             return bool(torch.allclose(c(x), f(x)))
         first = compile_and_run()
         hooks_before = len(_once._FORK_HOOKS)
         for module in (config, _once, backend, _registration):
             importlib.reload(module)
-        lookup_twice = torch._dynamo.lookup_backend("graphdispatch") is torch._dynamo.lookup_backend("graphdispatch")
+        lookup = torch._dynamo.lookup_backend
+        lookup_twice = lookup("graphdispatch") is lookup("graphdispatch")
         second = compile_and_run()
         print(json.dumps({"first": first, "second": second, "lookup_twice": lookup_twice,
                           "hooks_before": hooks_before, "hooks_after": len(_once._FORK_HOOKS),

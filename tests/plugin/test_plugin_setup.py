@@ -163,8 +163,10 @@ def test_failed_route_setup_is_retried_through_backend(run_py):
         except ImportError as e:
             first = str(e)
         fn = make()
-        print(json.dumps({"first": first, "calls": len(calls), "ok": bool(torch.equal(fn(x), x * 2)),
-                          "routes": backend.route_counts(), "done": backend.ROUTE_SETUP["graph_only"].done}))
+        ok = bool(torch.equal(fn(x), x * 2))
+        done = backend.ROUTE_SETUP["graph_only"].done
+        print(json.dumps({"first": first, "calls": len(calls), "ok": ok,
+                          "routes": backend.route_counts(), "done": done}))
     """)
     assert out["first"] == "injected: extension failed to load"
     assert out["calls"] == 2 and out["ok"] and out["done"]
