@@ -28,6 +28,8 @@ PIP=(.venv/bin/python -m pip -q --disable-pip-version-check)
 .venv/bin/python -c "import torch; assert torch.__version__.startswith('2.13.0')" 2>/dev/null \
   || "${PIP[@]}" install torch==2.13.0
 "${PIP[@]}" install "scikit-build-core>=0.10" ninja "pytest>=8" "diffusers>=0.30" "transformers>=4.40" "tqdm>=4.60" "peft>=0.15"
+# The style checkers of scripts/test.sh, pinned: another version formats differently.
+"${PIP[@]}" install ruff==0.17.6 clang-format==23.1.5
 # --no-build-isolation: build against the torch installed above (an isolated build would
 # fetch another torch). Editable: Python sources are used from src/, the extension is built
 # in build/python and reused, so a second run only recompiles what changed. Extra arguments
