@@ -46,7 +46,9 @@ std::map<std::string, json> check_against_oracle(const TempRepo& repo, const Por
     EXPECT_EQ(count_or_missing(row.at("source"), "deleted"), expected.source_deleted);
     EXPECT_EQ(count_or_missing(row.at("target"), "added"), expected.target_added);
     EXPECT_EQ(count_or_missing(row.at("target"), "deleted"), expected.target_deleted);
-    if (expected.both) EXPECT_EQ(row.at("final_equal"), expected.final_equal);
+    if (expected.both) {
+      EXPECT_EQ(row.at("final_equal"), expected.final_equal);
+    }
   }
   const json& totals = report.at("totals");
   EXPECT_EQ(totals.at("files"), oracle.size());
