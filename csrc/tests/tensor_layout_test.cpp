@@ -89,7 +89,9 @@ TEST(TensorLayout, CloneKeepsValuesAndLayoutInMemoryOfItsOwn) {
     EXPECT_FALSE(copy.is_alias_of(t));
     EXPECT_EQ(copy.sizes(), t.sizes());
     for (std::int64_t d = 0; d < t.dim(); ++d) {
-      if (t.stride(d) == 0 && t.size(d) > 1) EXPECT_EQ(copy.stride(d), 0) << "dimension " << d;
+      if (t.stride(d) == 0 && t.size(d) > 1) {
+        EXPECT_EQ(copy.stride(d), 0) << "dimension " << d;
+      }
     }
     // Its storage holds the unexpanded part only, densely.
     const auto part = unexpanded(t);
