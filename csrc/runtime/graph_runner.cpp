@@ -78,7 +78,7 @@ void GraphRunner::replay_graphs() const {
 void GraphRunner::clear() {
   std::vector<std::shared_ptr<Entry>> dropped;
   {
-    std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
+    std::lock_guard<std::mutex> inserting(state_->insert_mutex);
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     dropped = state_->cache.take_all();
   }
@@ -142,7 +142,7 @@ std::string GraphRunner::moving_static_input(const Signature& sig,
 std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
                                                     const std::vector<c10::IValue>& inputs) {
   auto& stats = Stats::get();
-  std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
+  std::lock_guard<std::mutex> inserting(state_->insert_mutex);
   // Another thread may have captured this key while we waited.
   if (auto found = lookup(sig)) return found;
 
@@ -260,7 +260,7 @@ std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
       Entry::negative(FallbackReason::kVerifyMismatch, checked.mismatch, entry->signature());
   std::shared_ptr<Entry> replaced;
   {
-    std::lock_guard<std::mutex> capture_lock(state_->capture_mutex);
+    std::lock_guard<std::mutex> inserting(state_->insert_mutex);
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     // Another thread may have replaced (or evicted) it meanwhile; then leave theirs.
     if (state_->cache.find(sig) == entry) replaced = state_->cache.insert(sig, disabled, 0);

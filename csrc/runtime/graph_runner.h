@@ -51,7 +51,7 @@ inline constexpr std::int64_t kStableCalls = 3;
 ///
 /// Owns the entry cache (FIFO or LRU, bounded by max_entries) and shares the device graph
 /// factory. Thread-safe: hits take only a shared lock; a miss captures under the runner's
-/// capture mutex, so concurrent first calls with one key capture exactly once. Calls whose
+/// insert mutex, so concurrent first calls with one key capture exactly once. Calls whose
 /// capture was refused or failed are served by the callable itself on the caller's tensors
 /// (the fallback path) and counted by reason; a negative entry keeps capture from being
 /// retried on every call. Does not know about Python, Dynamo or routes.
@@ -106,7 +106,9 @@ class GraphRunner final {
     explicit State(const RunnerOptions& o) : cache(o.max_entries, o.eviction, o.max_entry_bytes) {}
     Cache cache;
     std::shared_mutex cache_mutex;
-    std::mutex capture_mutex;
+    /// Held to capture or replace an entry: a key is captured once, by one thread. The
+    /// device-wide capture_lock() (capture_lock.h) is taken inside it, only for the capture.
+    std::mutex insert_mutex;
     /// True the first time `reason` is seen: each graph warns once per fallback reason.
     bool first_fallback(FallbackReason reason) {
       std::lock_guard<std::mutex> lock(warned_mutex);

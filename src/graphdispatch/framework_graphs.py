@@ -190,8 +190,8 @@ class FrameworkGraphFactory:
         ``create_or_incref``; pytorch#198794). As cudagraph trees do ("Keeps Memory Pool
         Alive", torch/_inductor/cudagraph_trees.py), an empty graph captured into the pool
         holds a use of it in both allocators for as long as the factory uses the pool.
-        Called by ``create``, with the runtime's capture stream current and its capture
-        mutex held.
+        Called by ``create``, with the runtime's capture stream current and the device's
+        capture lock (``capture_lock.h``) held.
         """
         with self._lock:
             held = self._pools.get(device)

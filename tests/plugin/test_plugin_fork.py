@@ -56,8 +56,8 @@ def hold_python_locks():
         holding.wait(timeout=10)
         release.wait(timeout=30)
 
-# 3. A runner's C++ capture lock: a capture in progress in a parent thread (the graph's
-#    function blocks inside warm-up).
+# 3. A runner's C++ insert mutex and the device's capture lock: a capture in progress in a
+#    parent thread (the graph's function blocks inside warm-up).
 blocked_once = threading.Event()
 
 @torch.fx.wrap
@@ -89,7 +89,7 @@ def child():
         pass
     factory = backend.graph_factory("emulated")
     y = torch.randn(3)
-    out = fn(y)  # the runner's capture lock, fresh in the child
+    out = fn(y)  # the runner's insert mutex and the capture lock, fresh in the child
     return {"step_done": step.done, "ok": bool(torch.allclose(out, (y + 1) * 2)),
             "captures": graphdispatch.stats()["captures"]}
 
