@@ -67,10 +67,9 @@ def test_class_members_match(name):
 
 def test_fallback_reasons_match():
     declared = [
-        t.id
+        n.target.id
         for n in stub_classes()["FallbackReason"].body
-        if isinstance(n, ast.Assign)
-        for t in n.targets
+        if isinstance(n, ast.AnnAssign) and n.target.id != "__members__"
     ]
     assert declared == list(_C.FallbackReason.__members__) == list(_C.fallback_reasons())
 

@@ -1,17 +1,17 @@
 """Types of graphdispatch._C, the C++ runtime's Python module (csrc/bindings/).
 
 Written by hand; tests/test_stub.py keeps its names equal to the built module's. Values cross
-as the runtime takes them: a call's inputs and a graph's outputs are tensors, ints, floats,
-bools or None (anything else raises TypeError naming its position).
+as the runtime takes them: a call's inputs and a graph's outputs are tensors, ints (within
+int64, else ValueError), floats, bools, None or torch.Generator (taken so that the runner can
+refuse it, fallback explicit_generator); anything else raises TypeError naming its position.
 """
 
 from collections.abc import Callable, Sequence
-from enum import Enum
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-Value = torch.Tensor | int | float | bool | None
+Value = torch.Tensor | int | float | bool | None | torch.Generator
 
 class DeviceGraphFactory:
     """Makes the device graphs of one kind; the runtime holds one per runner."""
@@ -20,7 +20,8 @@ class DeviceGraphFactory:
     def name(self) -> str: ...
 
 class EmulatedGraphFactory(DeviceGraphFactory):
-    """Graphs that re-run the callable on replay (any device; tests and the CPU route)."""
+    """Graphs that re-run the callable on replay, on any device; only taken when asked for
+    (``device_graph="emulated"``), as the tests do."""
 
     def __init__(self) -> None: ...
 
@@ -34,18 +35,24 @@ class PyGraphFactory(DeviceGraphFactory):
 
     def __init__(self, adapters: Any) -> None: ...
 
-class FallbackReason(Enum):
-    """Why a call ran without a graph; ``.name`` is its key in ``stats()["fallbacks"]``."""
+class FallbackReason:
+    """Why a call ran without a graph (a pybind11 enum); ``.name`` is its key in
+    ``stats()["fallbacks"]``, members in the order of ``fallback_reasons()``."""
 
-    requires_grad = ...
-    aliased_inputs = ...
-    mixed_devices = ...
-    unsupported_tensor = ...
-    explicit_generator = ...
-    data_dependent = ...
-    capture_failed = ...
-    static_inputs_moving = ...
-    verify_mismatch = ...
+    requires_grad: ClassVar[FallbackReason]
+    aliased_inputs: ClassVar[FallbackReason]
+    mixed_devices: ClassVar[FallbackReason]
+    unsupported_tensor: ClassVar[FallbackReason]
+    explicit_generator: ClassVar[FallbackReason]
+    data_dependent: ClassVar[FallbackReason]
+    capture_failed: ClassVar[FallbackReason]
+    static_inputs_moving: ClassVar[FallbackReason]
+    verify_mismatch: ClassVar[FallbackReason]
+    __members__: ClassVar[dict[str, FallbackReason]]
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
 
 class GraphRunner:
     """The entry cache of one compiled graph: captures each input signature once, replays it.
