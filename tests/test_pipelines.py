@@ -1,7 +1,7 @@
 """Real diffusers pipelines driven through their own ``__call__`` (tiny configs, random weights),
 the denoiser compiled as users assign it, on the CPU graph and the emulated graph: images equal
 to eager's (bit-exact on the CPU graph), no fallbacks, one capture per signature, every call a
-replay (issue: real pipelines)."""
+replay."""
 
 import pytest
 import torch
@@ -112,8 +112,8 @@ def test_first_block_cache_steps_equal_eager(safe, route):
 # and is refused, as a CUDA capture would be: the pin holds on the emulated graph.
 @pytest.mark.parametrize("route", GRAPH_ROUTES[1:])
 def test_controlnet_pipeline_with_the_conditioning_scale_changed_between_runs(route):
-    # Pinned from field round 3: StableDiffusionControlNetPipeline, the UNet and the ControlNet
-    # compiled; each scale's second run replays every step, images equal eager's.
+    # StableDiffusionControlNetPipeline with the UNet and the ControlNet compiled; each scale's
+    # second run replays every step, images equal eager's.
     from diffusers import ControlNetModel, StableDiffusionControlNetPipeline
 
     tiny = build("sd", CPU, STEPS)

@@ -49,7 +49,7 @@ Ports baseline_mode_ports(const TempRepo& repo, const std::string& other) {
   return {exec + ".." + port1, base + ".." + port2};
 }
 
-TEST(Round3, P10BaselineModeNeverHidesALineDifference) {
+TEST(CasesP10toP24, P10BaselineModeNeverHidesALineDifference) {
   TempRepo repo;
   const Ports ports = baseline_mode_ports(repo, "OTHER");
   const json row = row_of(report_json(repo, {ports.source, ports.target}), "f.py");
@@ -63,7 +63,7 @@ TEST(Round3, P10BaselineModeNeverHidesALineDifference) {
   EXPECT_FALSE(contains(brief.out, "mode")) << brief.out;
 }
 
-TEST(Round3, P10BaselineModeIsAFinalFileNote) {
+TEST(CasesP10toP24, P10BaselineModeIsAFinalFileNote) {
   TempRepo repo;
   const Ports ports = baseline_mode_ports(repo, "NEW");
   const json row = row_of(report_json(repo, {ports.source, ports.target}), "f.py");
@@ -73,7 +73,7 @@ TEST(Round3, P10BaselineModeIsAFinalFileNote) {
   EXPECT_EQ(row["final_note"], "final modes differ");
 }
 
-TEST(Round3, P10ModeChangedByOnePatchStillDiffers) {
+TEST(CasesP10toP24, P10ModeChangedByOnePatchStillDiffers) {
   TempRepo repo;
   const Ports ports =
       make_ports(repo, {{"x.sh", "a\n"}}, {{"x.sh", "a\nb\n"}}, {}, {{"x.sh", "a\nc\n"}});
@@ -92,7 +92,7 @@ TEST(Round3, P10ModeChangedByOnePatchStillDiffers) {
       << md.out;
 }
 
-TEST(Round3, P24SingularAndPlural) {
+TEST(CasesP10toP24, P24SingularAndPlural) {
   TempRepo repo;
   const Ports ports =
       make_ports(repo, {{"a.py", "a\n"}}, {{"a.py", "a\nb\n"}}, {}, {{"a.py", "a\nb\n"}});
@@ -102,7 +102,7 @@ TEST(Round3, P24SingularAndPlural) {
   EXPECT_FALSE(contains(md.out, "1 files")) << md.out;
 }
 
-TEST(Round3, P24LongMarkdownSaysItExceedsAPullRequestDescription) {
+TEST(CasesP10toP24, P24LongMarkdownSaysItExceedsAPullRequestDescription) {
   TempRepo repo;
   Edit base, change;
   for (int i = 0; i < 700; ++i) {
@@ -163,7 +163,7 @@ void base_and_release(const TempRepo& repo, const std::string& text) {
   repo.git("branch release-1");
 }
 
-TEST(Round3, P11FindTakesAMergeByItsFirstParent) {
+TEST(CasesP10toP24, P11FindTakesAMergeByItsFirstParent) {
   TempRepo repo;
   base_and_release(repo, "a\nb\n");
   repo.git("checkout -q -b feature");
@@ -197,7 +197,7 @@ TEST(Round3, P11FindTakesAMergeByItsFirstParent) {
       << text.out;
 }
 
-TEST(Round3, P12ABranchThatContainsTheCommitSaysSo) {
+TEST(CasesP10toP24, P12ABranchThatContainsTheCommitSaysSo) {
   TempRepo repo;
   base_and_release(repo, "a\n");
   repo.apply({{"f.py", "a\nfix\n"}});
@@ -215,7 +215,7 @@ TEST(Round3, P12ABranchThatContainsTheCommitSaysSo) {
   EXPECT_TRUE(contains(text.out, "release-1  no port\n")) << text.out;
 }
 
-TEST(Round3, P13AnInheritedPortIsListedOnce) {
+TEST(CasesP10toP24, P13AnInheritedPortIsListedOnce) {
   TempRepo repo;
   base_and_release(repo, "a\nb\n");
   repo.git("checkout -q -b topic");
@@ -247,7 +247,7 @@ TEST(Round3, P13AnInheritedPortIsListedOnce) {
   EXPECT_EQ(report["targets"].size(), 2u);
 }
 
-TEST(Round3, P14FindMatchesByTheReportsRuleAndHintsBySubject) {
+TEST(CasesP10toP24, P14FindMatchesByTheReportsRuleAndHintsBySubject) {
   TempRepo repo;
   base_and_release(repo, "x\na\ny\n");
   repo.git("checkout -q release-1");
@@ -281,7 +281,7 @@ TEST(Round3, P14FindMatchesByTheReportsRuleAndHintsBySubject) {
       << text.out;
 }
 
-TEST(Round3, P15FindSearchesRemoteTrackingBranches) {
+TEST(CasesP10toP24, P15FindSearchesRemoteTrackingBranches) {
   TempRepo origin;
   base_and_release(origin, "a\n");
   origin.apply({{"f.py", "a\nfix\n"}});
@@ -303,7 +303,7 @@ TEST(Round3, P15FindSearchesRemoteTrackingBranches) {
             (std::vector<std::string>{"origin/main", "origin/release-1"}));
 }
 
-TEST(Round3, P16FindShowsProgressOnlyOnATerminal) {
+TEST(CasesP10toP24, P16FindShowsProgressOnlyOnATerminal) {
   TempRepo repo;
   base_and_release(repo, "a\n");
   repo.apply({{"f.py", "a\nfix\n"}});
@@ -320,7 +320,7 @@ TEST(Round3, P16FindShowsProgressOnlyOnATerminal) {
   EXPECT_TRUE(contains(tty.out, "\rportdiff find: 1/1 commits")) << tty.out;
 }
 
-TEST(Round3, P24BranchesInVersionOrder) {
+TEST(CasesP10toP24, P24BranchesInVersionOrder) {
   TempRepo repo;
   base_and_release(repo, "a\n");
   for (const char* branch : {"v2.10.0", "v2.9.0", "v2.9.10", "v2.9.9", "v10.0"})
@@ -350,7 +350,7 @@ Ports moved_directory_ports(const TempRepo& repo) {
   return {moved + ".." + source_head, base + ".." + target_head};
 }
 
-TEST(Round3, P17MovedFilesPairByContent) {
+TEST(CasesP10toP24, P17MovedFilesPairByContent) {
   TempRepo repo;
   const Ports ports = moved_directory_ports(repo);
   // git's lines of the moved file equal the target's: the pairing's premise.
@@ -377,7 +377,7 @@ TEST(Round3, P17MovedFilesPairByContent) {
       << md.out;
 }
 
-TEST(Round3, P17MapPathPairsEveryFileUnderTheDirectory) {
+TEST(CasesP10toP24, P17MapPathPairsEveryFileUnderTheDirectory) {
   TempRepo repo;
   const Ports ports = moved_directory_ports(repo);
   const json report =
@@ -403,7 +403,7 @@ TEST(Round3, P17MapPathPairsEveryFileUnderTheDirectory) {
             "portdiff: usage: --map-path 'pkg': expected OLD=NEW, two paths (see --help)\n");
 }
 
-TEST(Round3, P18AndP23OneSidedFilesSayWhatTheOtherHeadHas) {
+TEST(CasesP10toP24, P18AndP23OneSidedFilesSayWhatTheOtherHeadHas) {
   TempRepo repo;
   const Ports ports = make_ports(
       repo, {{"c.py", "c\n"}, {"d.py", "d\n"}}, {{"c.py", "c\nZ\n"}, {"d.py", "d\nW\nV\n"}},
@@ -435,7 +435,7 @@ TEST(Round3, P18AndP23OneSidedFilesSayWhatTheOtherHeadHas) {
   EXPECT_TRUE(contains(md.out, "- unique to target: 2 — `test_one`, `test_two`.")) << md.out;
 }
 
-TEST(Round3, P19ExcerptsShowTheDifferingBytes) {
+TEST(CasesP10toP24, P19ExcerptsShowTheDifferingBytes) {
   TempRepo repo;
   const std::string pad(80, 'x');
   const Ports ports =
@@ -462,7 +462,7 @@ TEST(Round3, P19ExcerptsShowTheDifferingBytes) {
     EXPECT_EQ(row_of(report, path)["class"], oracle_classify(repo, ports, false).at(path).verdict);
 }
 
-TEST(Round3, P19FirstDifferenceIsAnInterdiff) {
+TEST(CasesP10toP24, P19FirstDifferenceIsAnInterdiff) {
   TempRepo repo;
   // The target's baseline already had "new": its port adds only what the source
   // added after it; and it adds an extra line in the middle of another file.
@@ -480,7 +480,7 @@ TEST(Round3, P19FirstDifferenceIsAnInterdiff) {
             json::parse(R"({"common": 3, "source_only": 0, "target_only": 1})"));
 }
 
-TEST(Round3, P20DifferentRowsAreSizedAndRankedLargestFirst) {
+TEST(CasesP10toP24, P20DifferentRowsAreSizedAndRankedLargestFirst) {
   TempRepo repo;
   std::string big_source = "a\n", big_target = "a\n";
   for (int i = 0; i < 10; ++i) {
@@ -502,7 +502,7 @@ TEST(Round3, P20DifferentRowsAreSizedAndRankedLargestFirst) {
   EXPECT_LT(big, small);
 }
 
-TEST(Round3, P21LabelsAndTheCommitsOfEachRange) {
+TEST(CasesP10toP24, P21LabelsAndTheCommitsOfEachRange) {
   TempRepo repo;
   const Ports ports =
       make_ports(repo, {{"a.py", "a\n"}}, {{"a.py", "a\nb\n"}}, {}, {{"a.py", "a\nb\n"}});
@@ -548,7 +548,7 @@ TEST(Round3, P21LabelsAndTheCommitsOfEachRange) {
   EXPECT_TRUE(contains(matrix.err, "--label names a source and one target")) << matrix.err;
 }
 
-TEST(Round3, P22MatrixMarkdownHasTestFunctionRows) {
+TEST(CasesP10toP24, P22MatrixMarkdownHasTestFunctionRows) {
   TempRepo repo;
   const std::string test = "def test_a():\n    pass\n";
   const Ports ports = make_ports(repo, {{"tests/test_x.py", test}},
