@@ -33,7 +33,7 @@ namespace graphdispatch {
 // the entry owns a buffer of the same shape, dtype and strides, the caller's values are
 // copied in before each replay (skipped when the caller passes the buffer itself),
 // and caller memory is never used as a buffer. Warmup and capture run on the buffers, so a
-// mutation of a dynamic input reaches the caller only through the copy-back after replay:
+// write to a dynamic input reaches the caller only through the copy-back after replay:
 // exactly once per call, as in eager.
 
 // Note [Inference mode]
@@ -43,7 +43,7 @@ namespace graphdispatch {
 // which inference mode turns off). Kernels do not depend on the mode, so the cache key leaves it
 // out and one entry serves calls in and out of inference mode (case C25).
 
-/// One captured signature: static input buffers, a device graph, static outputs — or, for a
+/// One captured signature: input buffers, a device graph, static outputs — or, for a
 /// negative entry, only the reason capture was refused or failed. Ties together what capture
 /// decides: the output plan (output_plan.h), the aliasing checks (aliasing_plan.h); admission
 /// is decided before (admission.h), verification around a replay (replay_verification.h).
@@ -99,7 +99,7 @@ class Entry final {
   const std::vector<std::size_t>& dynamic_positions() const { return dynamic_positions_; }
   const std::vector<std::size_t>& dynamic_written() const { return dynamic_written_; }
   const std::vector<std::size_t>& static_written() const { return static_written_; }
-  /// copy changed dynamic inputs → replay → copy mutations back → outputs (clones in safe
+  /// copy changed dynamic inputs → replay → copy written inputs back → outputs (clones in safe
   /// output mode). Throws c10::Error "input mismatch at position i: ..." if `inputs` do not
   /// match the capture (an invariant behind the complete cache key).
   std::vector<c10::IValue> replay(const std::vector<c10::IValue>& inputs,
@@ -119,11 +119,11 @@ class Entry final {
   /// What the entry holds, once captured (see bytes()).
   std::int64_t count_bytes() const;
   /// Runs `fn` on the buffers (and the call's static inputs) and records which dynamic
-  /// buffers it mutated.
+  /// buffers it wrote.
   std::vector<c10::IValue> run_on_buffers(const Callable& fn,
                                           const std::vector<c10::IValue>& inputs);
-  /// The tensors a copy between the caller's input `i` and its buffer moves (Note [Expanded
-  /// tensors]).
+  /// The tensors a copy between the caller's dynamic input `t` (the k-th) and its buffer moves
+  /// (Note [Expanded tensors]).
   at::Tensor copied_part(const at::Tensor& t, std::size_t k) const {
     return expanded_[k] ? unexpanded(t) : t;
   }

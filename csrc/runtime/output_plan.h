@@ -22,7 +22,7 @@ namespace graphdispatch {
 // Unsafe mode hands out fresh tensor objects over the static outputs on every call, so the
 // caller's metadata changes (unsqueeze_, requires_grad_) never reach the next call (case
 // C31); their storage cannot be resized, since a resize would move the memory the graph
-// writes. A mutated input that lies in a static output (a previous output passed back in,
+// writes. A written input that lies in a static output (a previous output passed back in,
 // `z = c(y)`) is not copied back: the copy-back would overwrite this call's output, and in
 // unsafe mode the earlier output is invalid after the replay anyway (case C30).
 

@@ -90,7 +90,7 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
         difference(result.outputs[k], expected[k], k, options.verify_rtol, options.verify_atol);
   }
   if (result.mismatch.empty()) return result;
-  // The replay wrote its (wrong) values of mutated inputs back; the non-graph ones win.
+  // The replay wrote its (wrong) values of written inputs back; the non-graph ones win.
   for (auto i : entry.dynamic_written()) inputs[i].toTensor().copy_(copies[i].toTensor());
   for (std::size_t k = 0; k < after.size(); ++k) {
     inputs[static_written[k]].toTensor().copy_(after[k]);

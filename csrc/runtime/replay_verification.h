@@ -19,7 +19,7 @@ namespace graphdispatch {
 // views another sees the write as in eager. A stale graph (a kernel that read a pointer baked
 // in at capture, a buffer a replay forgot to refresh) then shows up as a mismatch instead of a
 // wrong image. On a mismatch the call returns the non-graph outputs and writes the non-graph
-// values of mutated inputs to the caller's tensors; the runner disables the entry.
+// values of written inputs to the caller's tensors; the runner disables the entry.
 
 /// A replay checked against the non-graph path (Note [Verified replays]).
 struct Verified final {
