@@ -247,3 +247,44 @@ def test_readme_layout_names_every_source_file():
             if not {stem, rel.as_posix(), rel.name} & named:
                 missing.append(f"{folder}/{rel.as_posix()}")
     assert not missing, "README.md's Layout table does not name:\n" + "\n".join(missing)
+
+
+# A Note is defined where a comment line holds its name alone ("// Note [Aliasing]",
+# " * Note [X]"); everywhere else its name is a reference to that place.
+NOTE_DEFINITION = re.compile(r"^[ \t]*(?://+|#|\*)[ \t]*Note \[([^\]]+)\][ \t]*$", re.M)
+NOTE_REFERENCE = re.compile(
+    r"Note \[([^\]]+)\](?:[ \t]+in(?:\s|//+|\*|#)+`?([\w./-]+\.(?:h|cpp|py|md))`?)?"
+)
+
+
+def note_name(text: str) -> str:
+    # A reference may wrap: "Note [Moving\n// static inputs]" names "Moving static inputs".
+    return re.sub(r"\s+(?:(?://+|#|\*)\s+)?", " ", text)
+
+
+def test_every_note_cited_is_defined_once_where_it_is_said_to_be():
+    defined: dict[str, list[str]] = {}
+    references = []
+    for path in scanned_files():
+        if path == Path(__file__).resolve():
+            continue  # this file's own examples
+        text = read(path)
+        rel = path.relative_to(ROOT).as_posix()
+        starts = set()
+        for match in NOTE_DEFINITION.finditer(text):
+            defined.setdefault(match.group(1), []).append(rel)
+            starts.add(match.start(1))
+        references += [
+            (f"{rel}:{line_of(text, m.start())}", note_name(m.group(1)), m.group(2))
+            for m in NOTE_REFERENCE.finditer(text)
+            if m.start(1) not in starts
+        ]
+    assert len(references) > 20, "no Note reference found: the pattern no longer matches"
+    twice = {name: files for name, files in defined.items() if len(files) > 1}
+    assert not twice, f"Notes defined more than once: {twice}"
+    wrong = [
+        f"{where}: Note [{name}] " + (f"in {file}, defined in {defined[name]}" if file else "")
+        for where, name, file in references
+        if name not in defined or (file and Path(file).name != Path(defined[name][0]).name)
+    ]
+    assert not wrong, "Notes cited but not defined (there):\n" + "\n".join(wrong)

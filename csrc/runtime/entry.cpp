@@ -74,9 +74,9 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   }
 
   e->fill_buffers(inputs);
-  // Note [Static inputs that are written]: warmup (and an emulated capture) write them for
-  // real; their values before the call are put back once the capture is over, so the call's
-  // own replay applies the write exactly once.
+  // Note [Static inputs that are written]
+  // Warmup (and an emulated capture) write them for real; their values before the call are put
+  // back once the capture is over, so the call's own replay applies the write exactly once.
   std::vector<at::Tensor> written_before;
   for (auto i : e->static_written_) {
     written_before.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
