@@ -1,4 +1,5 @@
-"""Shared fixtures: every test starts and ends with empty Dynamo and graphdispatch caches."""
+"""Shared fixtures: every test starts and ends with empty Dynamo and graphdispatch caches;
+``restore_config`` for modules that write graphdispatch.config."""
 
 import pytest
 import torch
@@ -13,3 +14,12 @@ def fresh_caches():
     yield
     torch._dynamo.reset()
     graphdispatch.reset()
+
+
+@pytest.fixture
+def restore_config():
+    """Every graphdispatch.config option as it was before the test (``config.patch()``)."""
+    from graphdispatch import config
+
+    with config.patch():
+        yield

@@ -4,17 +4,14 @@ options; importing it loads no compile stack; docs/migrating.md's examples run."
 
 from __future__ import annotations
 
-import json
-import os
 import pathlib
 import re
-import subprocess
-import sys
 import textwrap
 import types
 
 import pytest
 import torch
+from plugin.plugin_helpers import run_script
 
 import graphdispatch
 from graphdispatch import backend, config, device_graphs
@@ -35,26 +32,8 @@ MINDIESD_DEFAULTS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def restore_config():
-    with (
-        config.patch()
-    ):  # CompilationConfig writes graphdispatch.config; restore it after each test
-        yield
-
-
-def run_fresh(code: str, **env_vars: str) -> subprocess.CompletedProcess:
-    """``code`` in a fresh interpreter, without the developer's GRAPHDISPATCH_* settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(config.ENV_PREFIX)}
-    env.update(env_vars)
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600
-    )
-
-
-def last_json(proc: subprocess.CompletedProcess) -> dict:
-    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+# CompilationConfig writes graphdispatch.config; restore it after each test.
+pytestmark = pytest.mark.usefixtures("restore_config")
 
 
 def tiny_model() -> torch.nn.Module:
@@ -81,9 +60,8 @@ def assert_replayed(route: str, captures: int = 1) -> None:
 
 
 def test_import_loads_no_compile_stack_and_mindiesd_defaults():
-    out = last_json(
-        run_fresh(
-            textwrap.dedent("""
+    out = run_script(
+        textwrap.dedent("""
         import json, sys
         import torch
         before = set(sys.modules)
@@ -97,7 +75,6 @@ def test_import_loads_no_compile_stack_and_mindiesd_defaults():
             "defaults": {name: getattr(CompilationConfig, name) for name in NAMES},
         }))
     """).replace("NAMES", repr(list(MINDIESD_DEFAULTS)))
-        )
     )
     assert out["heavy"] == []
     assert out["backend_loaded"] is False and out["extension_loaded"] is False
@@ -107,9 +84,8 @@ def test_import_loads_no_compile_stack_and_mindiesd_defaults():
 def test_import_with_heavy_modules_blocked():
     # Set to None, each of the three raises ImportError on import: an import that needed one
     # (even one that swallowed the error) leaves it missing from still_none.
-    out = last_json(
-        run_fresh(
-            textwrap.dedent("""
+    out = run_script(
+        textwrap.dedent("""
         import json, sys
         import torch
         for name in ("torch._dynamo", "torch._inductor", "sympy"):
@@ -121,7 +97,6 @@ def test_import_with_heavy_modules_blocked():
                                          if sys.modules[n] is None],
                           "max_entries": graphdispatch.config.max_entries}))
     """)
-        )
     )
     assert out["still_none"] == ["torch._dynamo", "torch._inductor", "sympy"]
     assert out["max_entries"] == 2
@@ -373,6 +348,6 @@ def test_migrating_examples_run(index, route):
         + python_blocks()[index]
         + "\nimport json\nprint(json.dumps(graphdispatch.stats()))\n"
     )
-    stats = last_json(run_fresh(code))
+    stats = run_script(code, timeout=600)  # Inductor compiles in the child
     assert stats["routes"] == {route: 1}
     assert stats["captures"] >= 1 and stats["replays"] >= 2 and stats["fallbacks"] == {}

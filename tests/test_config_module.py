@@ -25,10 +25,7 @@ ALIAS_VALUES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def restore_config():
-    with config.patch():  # no changes: saves every option and restores it afterwards
-        yield
+pytestmark = pytest.mark.usefixtures("restore_config")
 
 
 # ---- attribute writes -----------------------------------------------------------------------

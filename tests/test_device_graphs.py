@@ -67,12 +67,13 @@ def test_runner_drives_framework_graph_protocol():
     runner(x)
     runner(x)
     assert [c[0] for c in graphs.log] == ["capture_begin", "capture_end", "replay", "replay"]
+    # gc held off during the capture
     assert all(
         enabled is False
         for name, *rest in graphs.log
         if name.startswith("capture")
         for enabled in rest
-    )  # gc held off during the capture
+    )
     assert gc.isenabled()
     runner(torch.randn(5))  # a new signature evicts the first entry: its graph is reset
     assert ("reset",) in graphs.log
@@ -281,9 +282,8 @@ def test_invalidated_capture_ends_routing_and_retires_the_pool(fixed_torch, monk
     # With the fix the allocator routes nowhere; without it only private functions could end
     # the routing, which are not called: the failed pool is left, never captured into again.
     assert graphs.allocator.routing == ([] if fixed_torch else [(0, 1)])
-    assert (
-        graphs.allocator.use_count[(0, 1)] == 1
-    )  # the holder was reset: only the failed capture's use
+    # The holder was reset: only the failed capture's use.
+    assert graphs.allocator.use_count[(0, 1)] == 1
     y = torch.randn(4)
     assert torch.equal(runner(y)[0], y * 2)
     assert entry_pools(graphs) == [(0, 1), (0, 2)]  # the next capture got a new, held pool

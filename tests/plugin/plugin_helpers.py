@@ -26,13 +26,22 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_script(code: str, *, env: dict[str, str] | None = None, check: bool = True) -> dict:
-    """Runs ``code`` in a fresh ``sys.executable`` and returns the JSON of its last stdout line."""
+def run_script(
+    code: str,
+    *,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    timeout: float = SCRIPT_TIMEOUT_S,
+) -> dict:
+    """Runs ``code`` in a fresh ``sys.executable`` and returns the JSON of its last stdout line,
+    with the exit status as ``_returncode``; ``check``: a non-zero exit fails the test. Also
+    used by tests/test_compat_mindiesd.py; tests that read a child's exit or stderr rather than
+    a JSON line run it with subprocess directly."""
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        timeout=SCRIPT_TIMEOUT_S,
+        timeout=timeout,
         env=env or clean_env(),
     )
     if check and proc.returncode != 0:
