@@ -6,6 +6,7 @@ captures (shapes in call order) and graphdispatch.stats().
 """
 
 import json
+import os
 import sys
 
 import torch
@@ -57,3 +58,7 @@ def main(out_dir: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    # The report is written: skip the interpreter's teardown, where a gloo rank has aborted
+    # ("terminate called without an active exception", SIGABRT) in about one full-suite run in
+    # five on a loaded 2-core machine, never when the test ran alone.
+    os._exit(0)
