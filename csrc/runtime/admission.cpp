@@ -4,13 +4,6 @@
 
 namespace graphdispatch {
 
-c10::Device device_of(const std::vector<c10::IValue>& inputs) {
-  for (const auto& v : inputs) {
-    if (v.isTensor() && !v.toTensor().is_cpu()) return v.toTensor().device();
-  }
-  return c10::kCPU;
-}
-
 std::optional<Refusal> refusal(const std::vector<c10::IValue>& inputs, const Signature& sig,
                                const RunnerOptions& options) {
   // Note [Aliasing]: overlapping dynamic inputs get a buffer each, right only when neither is

@@ -5,16 +5,11 @@
 #include "runtime/signature.h"
 
 #include <ATen/core/ivalue.h>
-#include <c10/core/Device.h>
-
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace graphdispatch {
-
-/// The device a call runs on: the first non-CPU tensor input's, else the CPU.
-c10::Device device_of(const std::vector<c10::IValue>& inputs);
 
 /// Why a call with some inputs cannot be captured, with the input that decides it.
 struct Refusal final {

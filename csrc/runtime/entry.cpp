@@ -1,9 +1,9 @@
 #include "runtime/entry.h"
 
-#include "runtime/admission.h"
 #include "runtime/capture_lock.h"
 #include "runtime/rng_state_guard.h"
 #include "runtime/stats.h"
+#include "runtime/written_statics.h"
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty_strided.h>
@@ -77,15 +77,8 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   // Note [Static inputs that are written]
   // Warmup (and an emulated capture) write them for real; their values before the call are put
   // back once the capture is over, so the call's own replay applies the write exactly once.
-  std::vector<at::Tensor> written_before;
-  for (auto i : e->static_written_) {
-    written_before.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
-  }
-  auto put_back = [&] {
-    for (std::size_t k = 0; k < written_before.size(); ++k) {
-      inputs[e->static_written_[k]].toTensor().copy_(written_before[k]);
-    }
-  };
+  const WrittenStatics written_before(inputs, e->static_written_);
+  auto put_back = [&] { written_before.put_back(inputs); };
   // One capture per device at a time (capture_lock); the stream scopes order the warmup and
   // capture streams against the caller's on entry and on every exit.
   std::lock_guard<std::mutex> device_lock(capture_lock(e->device_));

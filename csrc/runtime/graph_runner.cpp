@@ -1,5 +1,6 @@
 #include "runtime/graph_runner.h"
 
+#include "runtime/admission.h"
 #include "runtime/process_budget.h"
 #include "runtime/replay_verification.h"
 #include "runtime/runner_option_table.h"

@@ -1,6 +1,5 @@
 #pragma once
 
-#include "runtime/admission.h"
 #include "runtime/capture_lock.h"
 #include "runtime/device_graph.h"
 #include "runtime/entry.h"

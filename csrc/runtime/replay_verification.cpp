@@ -3,6 +3,7 @@
 #include "runtime/rng_state_guard.h"
 #include "runtime/signature.h"
 #include "runtime/tensor_layout.h"
+#include "runtime/written_statics.h"
 
 #include <ATen/ops/abs.h>
 #include <ATen/ops/equal.h>
@@ -59,20 +60,13 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
   // Static inputs the graph writes are written in place by the check's run, as eager writes
   // them (a static input viewing another then sees the write); their values before and after
   // it are kept, and the before ones put back, so the replay writes them once.
-  auto snapshot = [&] {
-    std::vector<at::Tensor> values;
-    for (auto i : static_written) {
-      values.push_back(inputs[i].toTensor().clone(at::MemoryFormat::Preserve));
-    }
-    return values;
-  };
-  const auto before = snapshot();
+  const WrittenStatics before(inputs, static_written);
   // Both paths start from one RNG state, so random ops draw the same numbers on both; the
   // replay's draws are the call's, as without verification.
   RngStateGuard rng(entry.device(), options.random);
   auto expected = fn(copies);
   rng.restore();
-  const auto after = snapshot();
+  const WrittenStatics after(inputs, static_written);
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // An output that is a written static input would change with the put-back below.
     const auto& view = entry.outputs().view(k);
@@ -80,9 +74,7 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
                                               view->position) != static_written.end();
     if (on_written) expected[k] = expected[k].toTensor().clone(at::MemoryFormat::Preserve);
   }
-  for (std::size_t k = 0; k < before.size(); ++k) {
-    inputs[static_written[k]].toTensor().copy_(before[k]);
-  }
+  before.put_back(inputs);
   Verified result{entry.replay(inputs, options), ""};
   TORCH_INTERNAL_ASSERT(expected.size() == result.outputs.size());
   for (std::size_t k = 0; k < expected.size() && result.mismatch.empty(); ++k) {
@@ -92,9 +84,7 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
   if (result.mismatch.empty()) return result;
   // The replay wrote its (wrong) values of written inputs back; the non-graph ones win.
   for (auto i : entry.dynamic_written()) inputs[i].toTensor().copy_(copies[i].toTensor());
-  for (std::size_t k = 0; k < after.size(); ++k) {
-    inputs[static_written[k]].toTensor().copy_(after[k]);
-  }
+  after.put_back(inputs);
   for (std::size_t k = 0; k < expected.size(); ++k) {
     // Outputs that view inputs stay on the caller's tensors, which now hold the right values.
     if (!entry.outputs().view(k)) result.outputs[k] = std::move(expected[k]);

@@ -205,4 +205,11 @@ void check_input_match(const at::Tensor& captured, const at::Tensor& given, std:
               ", got ", describe_tensor(given));
 }
 
+c10::Device device_of(const std::vector<c10::IValue>& inputs) {
+  for (const auto& v : inputs) {
+    if (v.isTensor() && !v.toTensor().is_cpu()) return v.toTensor().device();
+  }
+  return c10::kCPU;
+}
+
 }  // namespace graphdispatch

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -73,5 +74,8 @@ std::string describe_signature(const std::vector<c10::IValue>& inputs,
 /// the complete key. Throws c10::Error "input mismatch at position i: captured
 /// <shape>/<dtype>, got <shape>/<dtype>".
 void check_input_match(const at::Tensor& captured, const at::Tensor& given, std::size_t position);
+
+/// The device a call runs on: the first non-CPU tensor input's, else the CPU.
+c10::Device device_of(const std::vector<c10::IValue>& inputs);
 
 }  // namespace graphdispatch
