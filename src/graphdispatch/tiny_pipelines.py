@@ -186,14 +186,17 @@ def build_sd3() -> tuple[Any, str, dict[str, Any]]:
     )
 
 
-def build_flux() -> tuple[Any, str, dict[str, Any]]:
-    from diffusers import FlowMatchEulerDiscreteScheduler, FluxPipeline, FluxTransformer2DModel
+def tiny_flux_transformer(num_layers: int = 1, num_single_layers: int = 1) -> Any:
+    """The demo's tiny ``FluxTransformer2DModel``, weights drawn from the global generator: 16
+    latent channels, 2 heads of 8, text features of 32, ``num_layers`` double and
+    ``num_single_layers`` single blocks. One call's inputs: ``tiny_flux_inputs()``."""
+    from diffusers import FluxTransformer2DModel
 
-    transformer = FluxTransformer2DModel(
+    return FluxTransformer2DModel(
         patch_size=1,
         in_channels=16,
-        num_layers=1,
-        num_single_layers=1,
+        num_layers=num_layers,
+        num_single_layers=num_single_layers,
         attention_head_dim=8,
         num_attention_heads=2,
         joint_attention_dim=32,
@@ -201,6 +204,28 @@ def build_flux() -> tuple[Any, str, dict[str, Any]]:
         guidance_embeds=True,
         axes_dims_rope=(2, 2, 4),
     )
+
+
+def tiny_flux_inputs(timestep: float = 0.5) -> dict[str, Any]:
+    """Keyword arguments of one ``tiny_flux_transformer()`` call, ``return_dict=False``: a 4x4
+    latent image (16 tokens of 16 channels, float32) and 6 text tokens, drawn from the global
+    generator; guidance 3.5, zero position ids."""
+    return dict(
+        hidden_states=torch.randn(1, 16, 16),
+        encoder_hidden_states=torch.randn(1, 6, 32),
+        pooled_projections=torch.randn(1, 16),
+        timestep=torch.tensor([timestep]),
+        guidance=torch.tensor([3.5]),
+        img_ids=torch.zeros(16, 3),
+        txt_ids=torch.zeros(6, 3),
+        return_dict=False,
+    )
+
+
+def build_flux() -> tuple[Any, str, dict[str, Any]]:
+    from diffusers import FlowMatchEulerDiscreteScheduler, FluxPipeline
+
+    transformer = tiny_flux_transformer()
     # FLUX.1-dev's scheduler config: the shift depends on the image's sequence length.
     scheduler = FlowMatchEulerDiscreteScheduler(
         shift=3.0,

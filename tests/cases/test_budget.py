@@ -8,6 +8,7 @@ import torch
 from cases_helpers import compiled, stats
 
 import graphdispatch
+from graphdispatch.tiny_pipelines import tiny_flux_inputs, tiny_flux_transformer
 
 
 class Expert(torch.nn.Module):
@@ -76,31 +77,9 @@ def test_c49_lru_keeps_the_entry_in_use_across_graphs():
 
 def test_c49_regional_compilation_stays_under_one_budget():
     pytest.importorskip("diffusers")
-    from diffusers import FluxTransformer2DModel
-
     torch.manual_seed(0)
-    model = FluxTransformer2DModel(
-        patch_size=1,
-        in_channels=16,
-        num_layers=2,
-        num_single_layers=2,
-        attention_head_dim=8,
-        num_attention_heads=2,
-        joint_attention_dim=32,
-        pooled_projection_dim=16,
-        guidance_embeds=True,
-        axes_dims_rope=(2, 2, 4),
-    ).eval()
-    inputs = dict(
-        hidden_states=torch.randn(1, 16, 16),
-        encoder_hidden_states=torch.randn(1, 6, 32),
-        pooled_projections=torch.randn(1, 16),
-        timestep=torch.tensor([0.5]),
-        guidance=torch.tensor([3.5]),
-        img_ids=torch.zeros(16, 3),
-        txt_ids=torch.zeros(6, 3),
-        return_dict=False,
-    )
+    model = tiny_flux_transformer(num_layers=2, num_single_layers=2).eval()
+    inputs = tiny_flux_inputs()
     with torch.no_grad():
         expected = model(**inputs)[0]
         model.compile_repeated_blocks(

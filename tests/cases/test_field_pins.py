@@ -7,6 +7,8 @@ import pytest
 import torch
 from cases_helpers import compiled, stats
 
+from graphdispatch.tiny_pipelines import tiny_flux_inputs, tiny_flux_transformer
+
 
 def settled(G, reference, *args, **kwargs):
     """Calls ``G`` three times: each equals ``reference`` bit for bit, and the last two replay
@@ -32,33 +34,11 @@ def assert_equal(got, expected):
 
 
 def tiny_flux():
-    from diffusers import FluxTransformer2DModel
-
     torch.manual_seed(0)
-    return FluxTransformer2DModel(
-        patch_size=1,
-        in_channels=16,
-        num_layers=1,
-        num_single_layers=1,
-        attention_head_dim=8,
-        num_attention_heads=2,
-        joint_attention_dim=32,
-        pooled_projection_dim=16,
-        guidance_embeds=True,
-        axes_dims_rope=(2, 2, 4),
-    ).eval()
+    return tiny_flux_transformer().eval()
 
 
-FLUX_CALL = dict(
-    hidden_states=torch.randn(1, 16, 16),
-    encoder_hidden_states=torch.randn(1, 6, 32),
-    pooled_projections=torch.randn(1, 16),
-    timestep=torch.tensor([0.5]),
-    guidance=torch.tensor([3.5]),
-    img_ids=torch.zeros(16, 3),
-    txt_ids=torch.zeros(6, 3),
-    return_dict=False,
-)
+FLUX_CALL = tiny_flux_inputs()
 
 
 def lora_state_dict(seed, rank=4):

@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 
 import graphdispatch
+from graphdispatch.tiny_pipelines import tiny_flux_inputs, tiny_flux_transformer
 
 
 def main(out_dir: str) -> None:
@@ -23,35 +24,12 @@ def main(out_dir: str) -> None:
     # divides by zero on a CPU-only host (no accelerator: a count of 0). The CPU is the one
     # device every rank uses here.
     torch.accelerator.device_count = lambda: 1
-    from diffusers import ContextParallelConfig, FluxTransformer2DModel
+    from diffusers import ContextParallelConfig
 
     torch.manual_seed(0)  # the same weights and inputs on every rank, as a real job loads them
-    model = FluxTransformer2DModel(
-        patch_size=1,
-        in_channels=16,
-        num_layers=1,
-        num_single_layers=1,
-        attention_head_dim=8,
-        num_attention_heads=2,
-        joint_attention_dim=32,
-        pooled_projection_dim=16,
-        guidance_embeds=True,
-        axes_dims_rope=(2, 2, 4),
-    ).eval()
+    model = tiny_flux_transformer().eval()
     model.enable_parallelism(config=ContextParallelConfig(ulysses_degree=2))
-    calls = [
-        dict(
-            hidden_states=torch.randn(1, 16, 16),
-            encoder_hidden_states=torch.randn(1, 6, 32),
-            pooled_projections=torch.randn(1, 16),
-            timestep=torch.tensor([t]),
-            guidance=torch.tensor([3.5]),
-            img_ids=torch.zeros(16, 3),
-            txt_ids=torch.zeros(6, 3),
-            return_dict=False,
-        )
-        for t in (0.9, 0.6, 0.3, 0.1)
-    ]
+    calls = [tiny_flux_inputs(t) for t in (0.9, 0.6, 0.3, 0.1)]
     with torch.no_grad():
         expected = [model(**kwargs)[0] for kwargs in calls]
         compiled = torch.compile(
