@@ -4,8 +4,8 @@
 
 namespace graphdispatch {
 
-const std::array<FallbackReasonInfo, 9>& fallback_reasons() {
-  static const std::array<FallbackReasonInfo, 9> reasons{{
+const std::array<FallbackReasonInfo, kFallbackReasonCount>& fallback_reasons() {
+  static const std::array<FallbackReasonInfo, kFallbackReasonCount> reasons{{
       {FallbackReason::kRequiresGrad, "requires_grad",
        "call under torch.no_grad() or torch.inference_mode(); graphs record no autograd", false},
       {FallbackReason::kAliasedInputs, "aliased_inputs",
@@ -35,10 +35,9 @@ const std::array<FallbackReasonInfo, 9>& fallback_reasons() {
 }
 
 const FallbackReasonInfo& info(FallbackReason reason) {
-  for (const auto& r : fallback_reasons()) {
-    if (r.reason == reason) return r;
-  }
-  TORCH_INTERNAL_ASSERT(false, "a fallback reason missing from fallback_reasons()");
+  const auto& r = fallback_reasons().at(static_cast<std::size_t>(reason));
+  TORCH_INTERNAL_ASSERT(r.reason == reason, "fallback_reasons() out of the enum's order");
+  return r;
 }
 
 std::optional<FallbackReason> parse_fallback_reason(std::string_view name) {

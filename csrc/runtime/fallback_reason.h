@@ -1,8 +1,8 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <optional>
-#include <string>
 #include <string_view>
 
 namespace graphdispatch {
@@ -22,6 +22,7 @@ enum class FallbackReason {
   kStaticInputsMoving,
   kVerifyMismatch,
 };
+inline constexpr std::size_t kFallbackReasonCount = 9;
 
 struct FallbackReasonInfo final {
   FallbackReason reason;
@@ -34,8 +35,8 @@ struct FallbackReasonInfo final {
   bool logged_where_decided;
 };
 
-/// Every reason, in the order docs/diagnosing.md lists them.
-const std::array<FallbackReasonInfo, 9>& fallback_reasons();
+/// Every reason, in the enum's order, which is the order docs/diagnosing.md lists them.
+const std::array<FallbackReasonInfo, kFallbackReasonCount>& fallback_reasons();
 const FallbackReasonInfo& info(FallbackReason reason);
 inline std::string_view name(FallbackReason reason) { return info(reason).name; }
 /// The reason called `name`, or nullopt for a name not in the list.

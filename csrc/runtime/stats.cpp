@@ -8,13 +8,17 @@ Stats& Stats::get() {
 }
 
 void Stats::add_fallback(FallbackReason reason) {
-  std::lock_guard<std::mutex> lock(*fallbacks_mutex_);
-  ++fallbacks_[std::string(name(reason))];
+  fallbacks_[static_cast<std::size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
 }
 
 std::map<std::string, std::int64_t> Stats::fallbacks() const {
-  std::lock_guard<std::mutex> lock(*fallbacks_mutex_);
-  return fallbacks_;
+  std::map<std::string, std::int64_t> out;
+  for (const auto& r : fallback_reasons()) {
+    const auto calls =
+        fallbacks_[static_cast<std::size_t>(r.reason)].load(std::memory_order_relaxed);
+    if (calls != 0) out.emplace(r.name, calls);
+  }
+  return out;
 }
 
 void Stats::reset() {
@@ -22,13 +26,10 @@ void Stats::reset() {
                   &bytes_copied, &recaptures, &verified_replays, &held_outputs_copied}) {
     c->store(0, std::memory_order_relaxed);
   }
-  std::lock_guard<std::mutex> lock(*fallbacks_mutex_);
-  fallbacks_.clear();
+  for (auto& c : fallbacks_) c.store(0, std::memory_order_relaxed);
 }
 
 void Stats::reset_after_fork() {
-  (void)fallbacks_mutex_.release();
-  fallbacks_mutex_ = std::make_unique<std::mutex>();
   live_entries.store(0, std::memory_order_relaxed);
   live_entry_bytes.store(0, std::memory_order_relaxed);
   reset();

@@ -2,20 +2,19 @@
 
 #include "runtime/fallback_reason.h"
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <string>
 
 namespace graphdispatch {
 
 /// Process-wide counters of the runtime, read by `graphdispatch.stats()`.
 ///
-/// Counters are relaxed atomics: they are totals, not synchronisation. Fallback reasons sit in
-/// a map behind a mutex, touched only off the replay hot path. `reset_after_fork` replaces the
-/// mutex without locking it, because a thread of the parent may have held it at fork.
+/// Counters are relaxed atomics: they are totals, not synchronisation; fallbacks are one such
+/// counter per reason. Nothing here takes a lock, so a fork can leave none held.
 class Stats final {
  public:
   static Stats& get();
@@ -40,16 +39,15 @@ class Stats final {
   std::atomic<std::int64_t> live_entry_bytes{0};
 
   void add_fallback(FallbackReason reason);
-  /// Calls served without a graph, by reason name (FallbackReasonInfo::name).
+  /// Calls served without a graph, by reason name (FallbackReasonInfo::name); reasons with no
+  /// call are left out.
   std::map<std::string, std::int64_t> fallbacks() const;
   void reset();
   void reset_after_fork();
 
  private:
   Stats() = default;
-  // Released, not destroyed, after fork: a parent thread may have held it.
-  mutable std::unique_ptr<std::mutex> fallbacks_mutex_ = std::make_unique<std::mutex>();
-  std::map<std::string, std::int64_t> fallbacks_;
+  std::array<std::atomic<std::int64_t>, kFallbackReasonCount> fallbacks_{};
 };
 
 }  // namespace graphdispatch
