@@ -4,6 +4,7 @@
 #include "bindings/py_values.h"
 
 #include <c10/util/Exception.h>
+#include <torch/csrc/Exceptions.h>
 
 namespace graphdispatch::bindings {
 void init_runner(py::module_& m);
@@ -25,12 +26,10 @@ PYBIND11_MODULE(_C, m) {
       } catch (py::error_already_set& error) {
         error.restore();
       }
-    } catch (const c10::TypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what_without_backtrace());
-    } catch (const c10::ValueError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
-    } catch (const c10::Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    } catch (const c10::Error&) {
+      // PyTorch's own mapping: a replayed op raises what eager raises (TypeError, IndexError,
+      // torch.linalg.LinAlgError, ...; case C59), with the message and no C++ backtrace.
+      torch::translate_exception_to_python(std::current_exception());
     }
   });
   b::init_device_graphs(m);

@@ -5,6 +5,7 @@
 #include "runtime/copy_pipeline.h"
 #include "runtime/cpu_graph.h"
 #include "runtime/graph_runner.h"
+#include "runtime/out_variant.h"
 #include "runtime/process_budget.h"
 #include "runtime/runner_option_table.h"
 #include "runtime/stats.h"
@@ -268,6 +269,7 @@ void init_stats(py::module_& m) {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();
     reset_capture_locks_after_fork();
+    reset_out_variants_after_fork();
     ProcessBudget::get().reset_after_fork();
   });
 }

@@ -2,11 +2,13 @@
 
 #include "runtime/memory_plan.h"
 #include "runtime/out_variant.h"
+#include "runtime/tensor_layout.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
 
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -25,15 +27,6 @@ bool metadata_only(const c10::OperatorHandle& op) {
   return name == "aten::resize_" || name == "aten::resize_as_" || name == "aten::set_";
 }
 
-// Ops that allocate without writing: what the memory holds when read comes from outside the
-// dispatcher (`torch.tensor([...])` copies its values into `empty`'s result with memcpy).
-bool uninitialized(const c10::OperatorHandle& op) {
-  const auto& name = op.operator_name().name;
-  return name == "aten::empty" || name == "aten::empty_strided" || name == "aten::empty_like" ||
-         name == "aten::new_empty" || name == "aten::new_empty_strided" ||
-         name == "aten::empty_permuted";
-}
-
 // Only ATen's own ops are known to do nothing but return what their schema says (a collective's
 // `wait_tensor` returns its input and must still run).
 bool is_aten(const c10::OperatorHandle& op) {
@@ -47,16 +40,157 @@ void for_each_tensor(const c10::IValue& v, const std::function<void(const at::Te
   });
 }
 
-// One storage the recording saw: made by step `first` (an intermediate) or before the work
-// (external, first = -1).
+c10::StorageImpl* storage_of(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
+
+// How a step replays.
+enum class Kind { kSkip, kCall, kOut, kCopy };
+
+// Where a storage came from, and the first thing a replayed step did with it.
+enum class Origin { kExternal, kMade, kAllocated };
+enum class FirstUse { kNone, kRead, kWrite, kLift };
+
+// One storage the recording saw (Note [CPU graph]).
 struct StorageUse final {
-  std::int64_t first = -1;
+  Origin origin = Origin::kExternal;
+  std::int64_t first = -1;  // the step that made it; -1 for external storage
   std::int64_t last = -1;
-  std::int64_t recorded_refs = 0;  // tensors of the recording holding it
-  bool constant = false;           // kept where it is, with the values it has now
+  std::int64_t refs = 0;  // tensors of the recording and distinct outputs holding it
+  FirstUse first_use = FirstUse::kNone;
+  std::int64_t first_use_step = -1;
+  bool held = false;     // held elsewhere when its op returned it (RecordedOp::held)
+  bool written = false;  // by a replayed step
+  bool output = false;
 };
 
+// What the recording holds: how each step replays and every storage's uses, in first-seen order.
+struct Classified final {
+  std::vector<Kind> kinds;
+  // Per step, per return, per tensor in it: a storage the step made.
+  std::vector<std::vector<std::vector<bool>>> fresh;
+  std::unordered_map<c10::StorageImpl*, StorageUse> uses;
+  std::vector<c10::StorageImpl*> order;
+};
+
+bool writes_argument(const c10::OperatorHandle& op, std::size_t k) {
+  const auto& info = op.schema().arguments()[k].alias_info();
+  return info != nullptr && info->isWrite();
+}
+
+std::string step_name(const std::vector<RecordedOp>& ops, std::int64_t step) {
+  std::ostringstream text;
+  text << c10::toString(ops[static_cast<std::size_t>(step)].op.operator_name()) << " (op " << step
+       << ")";
+  return text.str();
+}
+
+Classified classify(const std::vector<RecordedOp>& ops) {
+  Classified c;
+  c.kinds.assign(ops.size(), Kind::kSkip);
+  c.fresh.resize(ops.size());
+  auto use = [&](const at::Tensor& t, std::int64_t step, std::optional<Origin> made) {
+    auto [it, added] = c.uses.try_emplace(storage_of(t));
+    if (added) {
+      c.order.push_back(storage_of(t));
+      if (made) {
+        it->second.origin = *made;
+        it->second.first = step;
+      }
+    }
+    it->second.last = std::max(it->second.last, step);
+    ++it->second.refs;
+    return added;
+  };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto step = static_cast<std::int64_t>(i);
+    const auto& op = ops[i];
+    for (const auto& a : op.arguments) {
+      for_each_tensor(a, [&](const at::Tensor& t) { use(t, step, std::nullopt); });
+    }
+    const auto origin = uninitialized(op.op) ? Origin::kAllocated : Origin::kMade;
+    bool any_fresh = false, all_fresh = !op.returns.empty();
+    for (const auto& r : op.returns) {
+      // Per tensor of the return: one, or each of a list (`split_with_sizes_copy`,
+      // `_foreach_add`, a custom op's Tensor[]; case C72), made here or not.
+      std::vector<bool> made;
+      for_each_tensor(r, [&](const at::Tensor& t) { made.push_back(use(t, step, origin)); });
+      if (r.isTensor() && made.size() == 1 && made[0] && op.held[c.fresh[i].size()]) {
+        c.uses.at(storage_of(r.toTensor())).held = true;
+      }
+      for (bool m : made) any_fresh |= m;
+      all_fresh &= r.isTensor() && made.size() == 1 && made[0];
+      c.fresh[i].push_back(std::move(made));
+    }
+    auto& kind = c.kinds[i];
+    if (origin == Origin::kAllocated) {
+      kind = Kind::kSkip;  // fixed memory; what fills it is decided where it is placed
+    } else if (any_fresh) {
+      kind = all_fresh && op.out ? Kind::kOut : Kind::kCopy;
+    } else if ((op.op.schema().is_mutable() && !metadata_only(op.op)) || !is_aten(op.op) ||
+               op.returns.empty()) {
+      kind = Kind::kCall;  // writes, acts beyond its returns, or exists for its effect
+    }
+    const bool lifts = lifts_a_literal(op.op);
+    if (kind == Kind::kSkip && !lifts) continue;
+    for (std::size_t k = 0; k < op.arguments.size(); ++k) {
+      const bool write = writes_argument(op.op, k);
+      for_each_tensor(op.arguments[k], [&](const at::Tensor& t) {
+        auto& u = c.uses.at(storage_of(t));
+        u.written |= write;
+        if (u.first_use != FirstUse::kNone) return;
+        u.first_use = lifts ? FirstUse::kLift : write ? FirstUse::kWrite : FirstUse::kRead;
+        u.first_use_step = step;
+      });
+    }
+  }
+  return c;
+}
+
+void mark_outputs(Classified& c, const std::vector<c10::IValue>& outputs) {
+  std::unordered_map<const c10::TensorImpl*, bool> seen;
+  for (const auto& out : outputs) {
+    for_each_tensor(out, [&](const at::Tensor& t) {
+      auto found = c.uses.find(storage_of(t));
+      if (found == c.uses.end()) return;
+      auto& u = found->second;
+      u.output = true;
+      if (u.origin != Origin::kExternal) u.last = kToTheEnd;
+      if (seen.emplace(t.unsafeGetTensorImpl(), true).second) ++u.refs;
+    });
+  }
+}
+
+// Where one storage lives (Note [CPU graph]).
+enum class Place { kVouched, kConstant, kLiteral, kArena, kOwnCopy };
+
 void release_arena_ref(void* ctx) { delete static_cast<std::shared_ptr<c10::DataPtr>*>(ctx); }
+
+// The whole of `storage` as a 1-d uint8 tensor that holds it.
+at::Tensor bytes_of(c10::StorageImpl* storage) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(storage)),
+      c10::DispatchKeySet(c10::DispatchKey::CPU), caffe2::TypeMeta::Make<std::uint8_t>());
+  t.unsafeGetTensorImpl()->set_sizes_contiguous({static_cast<std::int64_t>(storage->nbytes())});
+  return t;
+}
+
+// Copies a copied op's new return into the recorded one: only the part a zero stride does not
+// repeat, which the new return must repeat too (case C62).
+void copy_return(const at::Tensor& to, const at::Tensor& from) {
+  if (!is_expanded(to)) {
+    to.copy_(from);
+    return;
+  }
+  const auto strides = to.strides();
+  auto part = from;
+  for (std::int64_t d = 0; d < to.dim(); ++d) {
+    if (strides[d] != 0 || to.size(d) <= 1) continue;
+    TORCH_CHECK(from.stride(d) == 0 || from.size(d) <= 1,
+                "CPU graph replay: an op returned a tensor that is not expanded along dimension ",
+                d, " as it was at capture (strides ", from.strides(), ", captured ", strides, ")");
+    part = part.narrow(d, 0, 1);
+  }
+  unexpanded(to).copy_(part);
+}
 
 }  // namespace
 
@@ -65,8 +199,18 @@ bool& cpu_graph_capturing() {
   return capturing;
 }
 
+void CpuGraph::capture_inputs(const std::vector<c10::IValue>& arguments) {
+  vouched_.clear();
+  for (const auto& a : arguments) {
+    for_each_tensor(a, [&](const at::Tensor& t) { vouched_.insert(storage_of(t)); });
+  }
+}
+
 void CpuGraph::capture_begin(std::function<void()>) {
-  reset();
+  steps_.clear();
+  restores_.clear();
+  stack_.clear();
+  arena_bytes_ = recorded_ = through_out_ = copied_ = 0;
   recorder_ = std::make_unique<OpRecorder>();
   cpu_graph_capturing() = true;
 }
@@ -76,150 +220,161 @@ void CpuGraph::capture_end(const std::vector<c10::IValue>& outputs) {
   auto ops = recorder_->take();
   recorder_.reset();
   build(std::move(ops), outputs);
+  vouched_.clear();
 }
 
 void CpuGraph::capture_abort() noexcept {
   cpu_graph_capturing() = false;
   recorder_.reset();
+  vouched_.clear();
   steps_.clear();
+  restores_.clear();
 }
 
 void CpuGraph::reset() {
   steps_.clear();
+  restores_.clear();
   stack_.clear();
   arena_bytes_ = recorded_ = through_out_ = copied_ = 0;
 }
 
 void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>& outputs) {
   recorded_ = static_cast<std::int64_t>(ops.size());
-  std::unordered_map<c10::StorageImpl*, StorageUse> uses;
-  std::vector<c10::StorageImpl*> order;  // first seen first
-  auto use = [&](const at::Tensor& t, std::int64_t step, bool may_define) {
-    auto* storage = t.storage().unsafeGetStorageImpl();
-    auto [it, added] = uses.try_emplace(storage);
-    if (added) {
-      order.push_back(storage);
-      it->second.first = may_define ? step : -1;
-      it->second.constant = may_define && uninitialized(ops[static_cast<std::size_t>(step)].op);
-    }
-    it->second.last = std::max(it->second.last, step);
-    ++it->second.recorded_refs;
-    return added;
+  auto c = classify(ops);
+  mark_outputs(c, outputs);
+
+  // The capture audit: where each storage lives, or why the capture is refused.
+  auto refuse = [&](const StorageUse& u, const char* why) {
+    const auto step = u.first >= 0 ? u.first : u.first_use_step;
+    TORCH_CHECK(false, "CPU graph capture: ", step >= 0 ? step_name(ops, step) : "an output", " ",
+                why);
   };
-
-  // Which steps replay and how, and where each storage is used.
-  enum class Kind { kSkip, kCall, kOut, kCopy };
-  std::vector<Kind> kinds(ops.size(), Kind::kSkip);
-  std::vector<std::vector<bool>> fresh(ops.size());
-  std::vector<std::optional<OutVariant>> outs(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const auto step = static_cast<std::int64_t>(i);
-    const auto& op = ops[i];
-    for (const auto& a : op.arguments)
-      for_each_tensor(a, [&](const at::Tensor& t) { use(t, step, false); });
-    bool any_fresh = false, all_fresh = !op.returns.empty();
-    for (const auto& r : op.returns) {
-      bool made = false;
-      if (r.isTensor() && r.toTensor().defined()) {
-        made = use(r.toTensor(), step, true);
+  std::vector<Place> places;
+  for (auto* storage : c.order) {
+    const auto& u = c.uses.at(storage);
+    // Held by nothing but the recording. For storage the work made, what its op's return
+    // showed (a view output keeps its base alive, so counting references later would not
+    // tell); for storage made before the work, its references now.
+    const bool ours = u.origin == Origin::kExternal ? c10::raw::intrusive_ptr::use_count(storage) ==
+                                                          static_cast<std::size_t>(u.refs)
+                                                    : !u.held;
+    Place place = Place::kArena;
+    if (u.first_use == FirstUse::kLift && !vouched_.count(storage)) {
+      if (!ours) refuse(u, "lifts a literal that something else keeps");
+      place = Place::kLiteral;
+    } else if (u.origin == Origin::kExternal) {
+      if (vouched_.count(storage)) {
+        place = Place::kVouched;
+      } else if (!ours) {
+        refuse(u,
+               "reads a tensor made before the work that is not one of its inputs (held "
+               "elsewhere: autocast's cast cache, a global, a module attribute not passed "
+               "as an input), which the graph cannot vouch for");
+      } else if (u.written) {
+        refuse(u,
+               "writes a tensor made outside the dispatcher, which the graph keeps as a "
+               "constant");
       } else {
-        for_each_tensor(r, [&](const at::Tensor& t) {
-          // New tensors in a list (`_foreach_add`, `split_with_sizes_copy`) have no out= slot
-          // to write into; refused rather than read after Python frees them.
-          TORCH_CHECK(!use(t, step, false), "CPU graph capture: ", op.op.operator_name(),
-                      " returns new tensors in a list, which the CPU graph does not replay");
-        });
+        place = Place::kConstant;
       }
-      fresh[i].push_back(made);
-      any_fresh |= made;
-      all_fresh &= made;
+    } else if (u.origin == Origin::kAllocated && u.first_use != FirstUse::kWrite &&
+               storage->nbytes() > 0) {
+      // Name the op whose kernel filled it: the first to read it, else the one that made it.
+      TORCH_CHECK(false, "CPU graph capture: ",
+                  step_name(ops, u.first_use_step >= 0 ? u.first_use_step : u.first),
+                  " reads (or returns) memory that ", step_name(ops, u.first),
+                  " allocated and no recorded op wrote: it was filled outside the dispatcher "
+                  "(a kernel's own loop), so a replay would return the capture's values");
+    } else if (!ours) {
+      if (u.output) refuse(u, "returns a tensor that something else holds too");
+      if (u.written) refuse(u, "returns a tensor that something else holds and the work writes");
+      place = Place::kOwnCopy;
     }
-    if (any_fresh) {
-      if (all_fresh) outs[i] = out_variant(op.op);
-      kinds[i] = outs[i] ? Kind::kOut : Kind::kCopy;
-    } else if ((op.op.schema().is_mutable() && !metadata_only(op.op)) || !is_aten(op.op)) {
-      kinds[i] = Kind::kCall;  // writes, or another library's op, which may act beyond its returns
-    }
-  }
-  for (const auto& out : outputs) {
-    for_each_tensor(out, [&](const at::Tensor& t) {
-      auto found = uses.find(t.storage().unsafeGetStorageImpl());
-      if (found != uses.end() && found->second.first >= 0) found->second.last = kToTheEnd;
-    });
+    places.push_back(place);
   }
 
-  // Tensors the work did not make: read through non-owning storages at the same address.
-  std::unordered_map<c10::StorageImpl*, c10::intrusive_ptr<c10::StorageImpl>> aliases;
-  std::vector<c10::StorageImpl*> made;
+  // Intermediates and outputs: one arena, shared by lifetime.
+  std::vector<std::size_t> in_arena;  // positions in c.order
   std::vector<Lifetime> lifetimes;
   std::int64_t constant_bytes = 0;
-  for (auto* storage : order) {
-    const auto& u = uses.at(storage);
-    const auto bytes = static_cast<std::int64_t>(storage->nbytes());
-    if (u.constant) {
-      constant_bytes += bytes;
-    } else if (u.first >= 0) {
-      if (bytes == 0) continue;
-      made.push_back(storage);
+  for (std::size_t k = 0; k < c.order.size(); ++k) {
+    const auto& u = c.uses.at(c.order[k]);
+    const auto bytes = static_cast<std::int64_t>(c.order[k]->nbytes());
+    if (places[k] == Place::kConstant || places[k] == Place::kLiteral) constant_bytes += bytes;
+    if ((places[k] == Place::kArena || places[k] == Place::kOwnCopy) && bytes > 0) {
+      in_arena.push_back(k);
       lifetimes.push_back({u.first, u.last, bytes});
-    } else if (c10::raw::intrusive_ptr::use_count(storage) ==
-               static_cast<std::size_t>(u.recorded_refs)) {
-      // Made outside the dispatcher and held by nothing else (a Python number wrapped as a
-      // tensor): a constant of the graph, which the program keeps.
-      constant_bytes += bytes;
-    } else {
-      aliases.emplace(storage, c10::make_intrusive<c10::StorageImpl>(
-                                   c10::StorageImpl::use_byte_size_t(), storage->sym_nbytes(),
-                                   c10::DataPtr(storage->mutable_data(), storage->device()),
-                                   /*allocator=*/nullptr, /*resizable=*/false));
+    }
+  }
+  const auto plan = plan_memory(lifetimes, kAlignment);
+  arena_bytes_ = plan.bytes + constant_bytes;
+  // Storages the recording's tensors are moved onto: non-owning ones over vouched memory, and
+  // own copies in the arena.
+  std::unordered_map<c10::StorageImpl*, c10::intrusive_ptr<c10::StorageImpl>> rebound;
+  auto rebind = [&](c10::StorageImpl* storage, c10::DataPtr data) {
+    rebound.emplace(storage, c10::make_intrusive<c10::StorageImpl>(
+                                 c10::StorageImpl::use_byte_size_t(), storage->sym_nbytes(),
+                                 std::move(data), /*allocator=*/nullptr, /*resizable=*/false));
+  };
+  if (plan.bytes > 0) {
+    auto arena = std::make_shared<c10::DataPtr>(c10::GetCPUAllocator()->allocate(plan.bytes));
+    auto* base = static_cast<char*>(arena->get());
+    for (std::size_t j = 0; j < in_arena.size(); ++j) {
+      auto* storage = c.order[in_arena[j]];
+      c10::DataPtr data(base + plan.offsets[j], new std::shared_ptr<c10::DataPtr>(arena),
+                        &release_arena_ref, c10::Device(c10::kCPU));
+      if (places[in_arena[j]] == Place::kOwnCopy) {
+        rebind(storage, std::move(data));
+      } else {
+        storage->set_data_ptr_noswap(std::move(data));
+      }
+    }
+  }
+  for (std::size_t k = 0; k < c.order.size(); ++k) {
+    auto* storage = c.order[k];
+    const auto& u = c.uses.at(storage);
+    if (places[k] == Place::kVouched) {
+      rebind(storage, c10::DataPtr(storage->mutable_data(), storage->device()));
+    } else if (places[k] == Place::kLiteral && (u.written || u.output)) {
+      const auto& pristine = ops[static_cast<std::size_t>(u.first_use_step)].literal;
+      restores_.push_back({bytes_of(storage), pristine});
+    } else if (places[k] == Place::kConstant && u.output) {
+      restores_.push_back({bytes_of(storage), bytes_of(storage).clone()});
     }
   }
   auto fixed = [&](const at::Tensor& t) {
     if (!t.defined()) return t;
-    auto alias = aliases.find(t.storage().unsafeGetStorageImpl());
-    if (alias != aliases.end())
-      t.unsafeGetTensorImpl()->set_storage_keep_dtype(c10::Storage(alias->second));
+    auto found = rebound.find(storage_of(t));
+    if (found != rebound.end()) {
+      t.unsafeGetTensorImpl()->set_storage_keep_dtype(c10::Storage(found->second));
+    }
     return t;
   };
 
-  // Intermediates and outputs: one arena, shared by lifetime.
-  const auto plan = plan_memory(lifetimes, kAlignment);
-  arena_bytes_ = plan.bytes + constant_bytes;
-  if (plan.bytes > 0) {
-    auto arena = std::make_shared<c10::DataPtr>(c10::GetCPUAllocator()->allocate(plan.bytes));
-    auto* base = static_cast<char*>(arena->get());
-    for (std::size_t k = 0; k < made.size(); ++k) {
-      made[k]->set_data_ptr_noswap(c10::DataPtr(base + plan.offsets[k],
-                                                new std::shared_ptr<c10::DataPtr>(arena),
-                                                &release_arena_ref, c10::Device(c10::kCPU)));
-    }
-  }
-
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (kinds[i] == Kind::kSkip) continue;
+    const auto kind = c.kinds[i];
+    if (kind == Kind::kSkip) continue;
     auto& op = ops[i];
     Step step{op.op, op.keys, {}, {}};
     for (auto& a : op.arguments) a = map_tensors(a, fixed);
-    if (kinds[i] == Kind::kOut) {
-      step.op = outs[i]->op;
-      for (auto k : outs[i]->arguments) step.arguments.push_back(op.arguments[k]);
+    for (auto& r : op.returns) r = map_tensors(r, fixed);
+    if (kind == Kind::kOut) {
+      step.op = op.out->op;
+      for (auto k : op.out->arguments) step.arguments.push_back(op.arguments[k]);
       for (const auto& r : op.returns) step.arguments.push_back(r);
       ++through_out_;
     } else {
       step.arguments = std::move(op.arguments);
     }
-    // A factory op was recorded with BackendSelect's keys; its out= overload has no
-    // BackendSelect kernel (a fallthrough there) and dispatches on its out tensors instead.
-    for (const auto& a : step.arguments) {
-      for_each_tensor(
-          a, [&](const at::Tensor& t) { step.keys = step.keys | below_recorder(t.key_set()); });
-    }
-    if (!step.op.hasKernelForDispatchKey(c10::DispatchKey::BackendSelect)) {
-      step.keys = step.keys.remove(c10::DispatchKey::BackendSelect);
-    }
-    if (kinds[i] == Kind::kCopy) {
+    step.keys = redispatch_keys(step.op, step.keys, step.arguments);
+    if (kind == Kind::kCopy) {
       for (std::size_t k = 0; k < op.returns.size(); ++k) {
-        step.copy_to.push_back(fresh[i][k] ? op.returns[k].toTensor() : at::Tensor());
+        std::vector<at::Tensor> to;
+        std::size_t n = 0;
+        for_each_tensor(op.returns[k], [&](const at::Tensor& t) {
+          to.push_back(c.fresh[i][k][n++] ? t : at::Tensor());
+        });
+        step.copy_to.push_back(std::move(to));
       }
       ++copied_;
     }
@@ -228,11 +383,20 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
 }
 
 void CpuGraph::replay() {
+  for (const auto& r : restores_) {
+    std::memcpy(r.live.data_ptr(), r.pristine.const_data_ptr(), r.pristine.nbytes());
+  }
   for (const auto& step : steps_) {
     stack_.assign(step.arguments.begin(), step.arguments.end());
     step.op.redispatchBoxed(step.keys, &stack_);
     for (std::size_t k = 0; k < step.copy_to.size(); ++k) {
-      if (step.copy_to[k].defined()) step.copy_to[k].copy_(stack_[k].toTensor());
+      std::size_t n = 0;
+      for_each_tensor(stack_[k], [&](const at::Tensor& from) {
+        TORCH_CHECK(n < step.copy_to[k].size(), "CPU graph replay: ", step.op.operator_name(),
+                    " returned more tensors than at capture");
+        const auto& to = step.copy_to[k][n++];
+        if (to.defined()) copy_return(to, from);
+      });
     }
   }
   stack_.clear();
@@ -242,6 +406,7 @@ std::string CpuGraph::describe() const {
   std::ostringstream text;
   text << recorded_ << " ops recorded, " << steps_.size() << " replayed (" << through_out_
        << " through out=, " << copied_ << " copied), arena " << arena_bytes_ << " bytes";
+  if (!restores_.empty()) text << ", " << restores_.size() << " constants put back";
   return text.str();
 }
 

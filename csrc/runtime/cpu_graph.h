@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace graphdispatch {
@@ -20,30 +21,46 @@ namespace graphdispatch {
 // into a program of steps, each an operator, the dispatch keys of the kernel the capture ran
 // (those below the recorder's) and a fixed argument stack, redispatched to that kernel; what
 // the kernel calls inside dispatches from the top as it did at capture:
-// - a functional op with an `out=` overload (out_variant.h) calls the overload with its recorded
-//   returns as the out tensors, so the replay writes where the capture did and allocates nothing;
-//   one without calls the op and copies its returns into the recorded ones;
-// - in-place and out= ops, and ops of other libraries (custom ops, collectives), are called as
-//   recorded;
-// - ATen ops whose returns alias storage that exists already (views: `t`, `view`, `expand`,
-//   `unbind`) and metadata-only ATen ops (`unsqueeze_`, `resize_`, size queries) are dropped:
-//   every storage is fixed, so their results are the same tensors on every replay.
-// Tensors the work did not make (the entry's buffers, static inputs, the graph's constants)
-// are read through non-owning tensors at the same address: the program keeps no model alive
-// (case C34), and the cache key's static addresses plus the runner's lost-input checks make
-// sure a replay runs only while that memory holds what the call passes. Tensors the work made
-// live in one arena, placed by lifetime (memory_plan.h) with the outputs kept to the end, so an
-// entry holds about the forward's peak rather than the sum of its activations (case C44). Two
-// kinds of tensor keep their own memory and the values they had at capture, as constants of the
-// graph: one made outside the dispatcher that nothing but the recording holds (a Python number
-// wrapped as a tensor), and the result of an allocating op that writes nothing (`empty`), whose
-// values come from outside the dispatcher when it is read (`torch.tensor([...])` fills one with
-// memcpy). Replay walks the steps in
-// C++ without Python or the GIL.
+// - a functional op whose returns are new tensors calls its `out=` overload (out_variant.h)
+//   with the recorded returns as the out tensors, where the capture proved the overload gives
+//   the op's bytes (case C58); otherwise it calls the op and copies its returns, lists of
+//   new tensors included (case C72), into the recorded ones (the part a zero stride does not
+//   repeat, case C62);
+// - in-place and out= ops, ops with no returns (`_assert_async`, `_linalg_check_errors`: kept
+//   for their effect, case C59) and ops of other libraries (custom ops, collectives) are
+//   called as recorded;
+// - ATen ops whose returns alias storage that exists already (views: `t`, `view`, `expand`),
+//   metadata-only ATen ops (`unsqueeze_`, `resize_`, size queries) and allocations (`empty`)
+//   are dropped: every storage is fixed, so their results are the same tensors every replay.
+// Where each storage lives is decided once, and only for storage the entry can vouch for
+// (the capture audit); anything else refuses the capture with the reason:
+// - the entry's input buffers and static inputs (capture_inputs) are read through non-owning
+//   tensors at the same address: the program keeps no model alive (case C34), and the cache
+//   key's static addresses plus the runner's lost-input checks make sure a replay runs only
+//   while that memory holds what the call passes. Any other tensor made before the work and
+//   held elsewhere (autocast's cast cache, a global) is refused (case C54);
+// - a tensor made outside the dispatcher that nothing but the recording holds (a Python
+//   number wrapped as a tensor) is a constant of the graph, kept with its values; one the
+//   program writes is refused;
+// - a literal (`torch.tensor([...])`: made and filled by Python, then `lift_fresh`) is a
+//   constant too, with the bytes it had when lifted put back before every replay where the
+//   program writes it or hands it out (cases C56, C65);
+// - an `empty` result read before a recorded op writes it was filled outside the dispatcher
+//   (a kernel's own loop, as `max_pool1d`'s): refused, it would replay the capture's values
+//   (case C57);
+// - the tensors the work made live in one arena, placed by lifetime (memory_plan.h) with the
+//   outputs kept to the end, so an entry holds about the forward's peak rather than the sum of
+//   its activations (case C44). One that something else holds too (a custom op's memoised
+//   table, a hook's saved result) is never moved: the program gets its own copy in the arena,
+//   which the op's replay refreshes, and refuses the capture where the program writes it or
+//   returns it (case C55).
+// Replay puts the constants' bytes back, then walks the steps in C++ without Python or the GIL.
 
 /// The CPU graph (Note [CPU graph]). Not thread-safe: each Entry serialises its calls.
 class CpuGraph final : public DeviceGraph {
  public:
+  /// The storages the audit vouches for (Note [CPU graph]), until capture_end or abort.
+  void capture_inputs(const std::vector<c10::IValue>& arguments) override;
   void capture_begin(std::function<void()> rerun) override;
   /// Builds the program from the recording.
   void capture_end(const std::vector<c10::IValue>& outputs) override;
@@ -53,7 +70,8 @@ class CpuGraph final : public DeviceGraph {
   bool runs_during_capture() const override { return true; }
   /// The bytes the program owns: its arena (every intermediate and output) and its constants.
   std::optional<std::int64_t> pool_bytes() const override { return arena_bytes_; }
-  /// "N ops recorded, K replayed (J through out=, C copied), arena B bytes".
+  /// "N ops recorded, K replayed (J through out=, C copied), arena B bytes[, R constants put
+  /// back]" (the last part where R > 0).
   std::string describe() const override;
 
  private:
@@ -61,13 +79,21 @@ class CpuGraph final : public DeviceGraph {
     c10::OperatorHandle op;
     c10::DispatchKeySet keys;
     std::vector<c10::IValue> arguments;
-    /// Per return of a functional op without an out= overload: where its value is copied.
-    std::vector<at::Tensor> copy_to;
+    /// Per return of a copied op, per tensor in it (one, or a list's): where its value is
+    /// copied (undefined: not copied).
+    std::vector<std::vector<at::Tensor>> copy_to;
+  };
+  /// A constant's bytes, put back before every replay.
+  struct Restore final {
+    at::Tensor live;      // the constant's storage, as bytes
+    at::Tensor pristine;  // what it held when made
   };
   void build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>& outputs);
 
   std::unique_ptr<OpRecorder> recorder_;
+  std::unordered_set<const c10::StorageImpl*> vouched_;
   std::vector<Step> steps_;
+  std::vector<Restore> restores_;
   torch::jit::Stack stack_;  // reused by every step of every replay
   std::int64_t arena_bytes_ = 0;
   std::int64_t recorded_ = 0, through_out_ = 0, copied_ = 0;

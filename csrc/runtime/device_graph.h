@@ -30,6 +30,10 @@ class DeviceGraph {
   DeviceGraph(const DeviceGraph&) = delete;
   DeviceGraph& operator=(const DeviceGraph&) = delete;
   virtual ~DeviceGraph() = default;
+  /// Called before capture_begin with the tensors the work is given (the entry's input buffers
+  /// and static inputs): the only storage not made by the work that a graph reading through
+  /// recorded pointers may read (the CPU graph's capture audit). Device graphs ignore it.
+  virtual void capture_inputs(const std::vector<c10::IValue>& /*arguments*/) {}
   virtual void capture_begin(std::function<void()> rerun) = 0;
   virtual void capture_end(const std::vector<c10::IValue>& outputs) = 0;
   /// Ends a capture whose work failed, leaving the stream not capturing; never throws.

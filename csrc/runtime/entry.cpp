@@ -5,6 +5,7 @@
 #include "runtime/stats.h"
 #include "runtime/written_statics.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/record_function.h>
@@ -19,6 +20,20 @@
 
 namespace graphdispatch {
 namespace {
+
+// Turns autocast's weight-cast cache off for its lifetime, then back to what it was.
+class AutocastCacheOff final {
+ public:
+  AutocastCacheOff() : was_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_cache_enabled(false);
+  }
+  ~AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(was_); }
+  AutocastCacheOff(const AutocastCacheOff&) = delete;
+  AutocastCacheOff& operator=(const AutocastCacheOff&) = delete;
+
+ private:
+  bool was_;
+};
 
 bool contains(const std::vector<std::size_t>& positions, std::size_t i) {
   return std::find(positions.begin(), positions.end(), i) != positions.end();
@@ -84,6 +99,11 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   std::lock_guard<std::mutex> device_lock(capture_lock(e->device_));
   CaptureScope on_this_thread;
   RngStateGuard rng(e->device_, options.random);
+  // Autocast caches the low-precision cast of each weight until its outermost region exits: a
+  // capture that read the cache would replay through memory the cache frees, and a cast made
+  // by the capture would reach eager code through it. Warmup and capture cast for themselves,
+  // as torch.cuda.make_graphed_callables requires (case C54).
+  const AutocastCacheOff no_cast_cache;
   std::unique_ptr<DeviceGraph> graph;
   std::vector<c10::IValue> static_outputs;
   bool recording = false;
@@ -101,6 +121,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
     SideStreamScope on_capture_stream(*e->pipeline_, e->pipeline_->capture_stream());
     e->fill_buffers(inputs);
     graph = graphs.create(e->device_);
+    graph->capture_inputs(e->arguments(inputs));
     Entry* raw = e.get();  // the graph, and so the closure, never outlives the entry
     // The emulated graph's replay: `fn` on the buffers of the call being replayed.
     graph->capture_begin([raw, fn] {
@@ -255,6 +276,12 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
     // Note [Outputs]: a previous output passed back in; this call's output wins.
     if (!options.safe_output_mode && outputs_.overlaps_static_outputs(given, i)) continue;
     given.copy_(buffer, /*non_blocking=*/true);
+  }
+  // A replay writes static inputs below autograd, where eager's in-place ops count the write:
+  // bump their versions so autograd still refuses a backward through a stale value (case C61).
+  for (auto i : static_written_) {
+    auto* impl = inputs[i].toTensor().unsafeGetTensorImpl();
+    if (!impl->is_inference()) impl->bump_version();
   }
   stats.replays.fetch_add(1, std::memory_order_relaxed);
   stats.bytes_copied.fetch_add(bytes, std::memory_order_relaxed);

@@ -1,10 +1,13 @@
 #include "runtime/op_recorder.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <cstring>
 #include <mutex>
+#include <unordered_set>
 
 namespace graphdispatch {
 namespace {
@@ -33,6 +36,93 @@ void register_fallback() {
   });
 }
 
+// Integer advanced indexing: the result's shape is the indices' (a boolean mask's is not).
+bool integer_indexing(const c10::OperatorHandle& op, const std::vector<c10::IValue>& given) {
+  if (op.operator_name().name != "aten::index" || op.operator_name().overload_name != "Tensor") {
+    return false;
+  }
+  bool integral = true;
+  map_tensors(given[1], [&](const at::Tensor& t) {
+    if (!t.defined()) return t;  // a `:` before an index (`x[:, idx]`)
+    const auto type = t.scalar_type();
+    integral &= type != at::kBool && type != at::kByte && at::isIntegralType(type, false);
+    return t;
+  });
+  return integral;
+}
+
+bool host_read(const c10::OperatorHandle& op, const std::vector<c10::IValue>& given) {
+  if (op.hasTag(at::Tag::data_dependent_output)) return true;
+  return op.hasTag(at::Tag::dynamic_output_shape) && !integer_indexing(op, given);
+}
+
+// Returns that are defined tensors over storage none of the arguments has: where an out=
+// overload could write them.
+bool returns_new_tensors(const std::vector<c10::IValue>& arguments,
+                         const std::vector<c10::IValue>& returns) {
+  if (returns.empty()) return false;
+  for (const auto& r : returns) {
+    if (!r.isTensor() || !r.toTensor().defined()) return false;
+    const auto* storage = r.toTensor().storage().unsafeGetStorageImpl();
+    bool shared = false;
+    for (const auto& a : arguments) {
+      map_tensors(a, [&](const at::Tensor& t) {
+        shared |= t.defined() && t.storage().unsafeGetStorageImpl() == storage;
+        return t;
+      });
+    }
+    if (shared) return false;
+  }
+  return true;
+}
+
+std::optional<OutVariant> replay_through(const c10::OperatorHandle& op, c10::DispatchKeySet below,
+                                         const std::vector<c10::IValue>& given,
+                                         const std::vector<c10::IValue>& returns) {
+  if (op.schema().is_mutable() || uninitialized(op) || !returns_new_tensors(given, returns)) {
+    return std::nullopt;
+  }
+  // A random op's second run would draw other numbers: its out= overload is ATen's same
+  // kernel (the sweep of case C73 replays them all in eager's order).
+  if (op.hasTag(at::Tag::nondeterministic_seeded)) return out_variant(op);
+  return proven_out_variant(op, below, given, returns);
+}
+
+// Per return on the stack: a tensor something besides the stack holds (a global, a memoised
+// table, a hook's saved result; case C55), told apart from a new result by reference counts:
+// a new result's tensor is held by the stack alone, and its storage by its returns alone.
+std::vector<bool> held_elsewhere(torch::jit::Stack::const_iterator begin,
+                                 torch::jit::Stack::const_iterator end) {
+  std::vector<bool> held;
+  for (auto it = begin; it != end; ++it) {
+    if (!it->isTensor() || !it->toTensor().defined()) {
+      held.push_back(false);  // lists: their elements' references include the list's
+      continue;
+    }
+    auto* impl = it->toTensor().unsafeGetTensorImpl();
+    auto* storage = it->toTensor().storage().unsafeGetStorageImpl();
+    std::size_t same_impl = 0;
+    std::unordered_set<const c10::TensorImpl*> on_storage;
+    for (auto other = begin; other != end; ++other) {
+      if (!other->isTensor() || !other->toTensor().defined()) continue;
+      const auto* t = other->toTensor().unsafeGetTensorImpl();
+      same_impl += t == impl;
+      if (other->toTensor().storage().unsafeGetStorageImpl() == storage) on_storage.insert(t);
+    }
+    held.push_back(c10::raw::intrusive_ptr::use_count(impl) > same_impl ||
+                   c10::raw::intrusive_ptr::use_count(storage) > on_storage.size());
+  }
+  return held;
+}
+
+at::Tensor literal_bytes(const at::Tensor& t) {
+  const auto& storage = t.storage();
+  auto bytes = at::detail::empty_cpu({static_cast<std::int64_t>(storage.nbytes())}, at::kByte,
+                                     std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+  if (storage.nbytes() > 0) std::memcpy(bytes.data_ptr(), storage.data(), storage.nbytes());
+  return bytes;
+}
+
 at::Tensor snapshot(const at::Tensor& t) {
   if (!t.defined()) return t;
   return at::Tensor(t.unsafeGetTensorImpl()->shallow_copy_and_detach(
@@ -40,6 +130,18 @@ at::Tensor snapshot(const at::Tensor& t) {
 }
 
 }  // namespace
+
+bool lifts_a_literal(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name().name;
+  return name == "aten::lift_fresh" || name == "aten::lift_fresh_copy";
+}
+
+bool uninitialized(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name().name;
+  return name == "aten::empty" || name == "aten::empty_strided" || name == "aten::empty_like" ||
+         name == "aten::new_empty" || name == "aten::new_empty_strided" ||
+         name == "aten::empty_permuted";
+}
 
 c10::DispatchKeySet below_recorder(c10::DispatchKeySet keys) {
   return keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kRecordKey);
@@ -76,26 +178,25 @@ OpRecorder::~OpRecorder() { active = nullptr; }
 void OpRecorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet below,
                         torch::jit::Stack* stack) {
   const auto& schema = op.schema();
-  // Note [Recording ops]: a host read inside a capture fails it, naming the op.
-  TORCH_CHECK(
-      !op.hasTag(at::Tag::data_dependent_output) && !op.hasTag(at::Tag::dynamic_output_shape),
-      "CPU graph capture: ", schema.operator_name(),
-      " reads tensor values on the host (or makes a shape from them), which a graph "
-      "cannot replay; a device graph capture fails on it too");
   const auto n = schema.arguments().size();
   const std::vector<c10::IValue> given(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
-  {
-    c10::impl::ExcludeDispatchKeyGuard nested_not_recorded(kRecordKey);
-    op.redispatchBoxed(below, stack);
-  }
+  // Note [Recording ops]: a host read inside a capture fails it, naming the op.
+  TORCH_CHECK(!host_read(op, given), "CPU graph capture: ", schema.operator_name(),
+              " reads tensor values on the host (or makes a shape from them), which a graph "
+              "cannot replay; a device graph capture fails on it too");
+  RecordedOp recorded{op, below, {}, {}, std::nullopt, {}, {}};
+  c10::impl::ExcludeDispatchKeyGuard nested_not_recorded(kRecordKey);
+  if (lifts_a_literal(op)) recorded.literal = literal_bytes(given[0].toTensor());
+  op.redispatchBoxed(below, stack);
+  const auto m = schema.returns().size();
+  recorded.held = held_elsewhere(stack->end() - static_cast<std::ptrdiff_t>(m), stack->end());
+  const std::vector<c10::IValue> returned(stack->end() - static_cast<std::ptrdiff_t>(m),
+                                          stack->end());
+  recorded.out = replay_through(op, below, given, returned);
   // Snapshots after the op: an out= argument the op resized is replayed at its final size.
-  RecordedOp recorded{op, below, {}, {}};
   recorded.arguments.reserve(n);
   for (const auto& v : given) recorded.arguments.push_back(map_tensors(v, snapshot));
-  const auto m = schema.returns().size();
-  for (auto it = stack->end() - static_cast<std::ptrdiff_t>(m); it != stack->end(); ++it) {
-    recorded.returns.push_back(map_tensors(*it, snapshot));
-  }
+  for (const auto& v : returned) recorded.returns.push_back(map_tensors(v, snapshot));
   ops_.push_back(std::move(recorded));
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "runtime/out_variant.h"
+
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -19,7 +21,25 @@ struct RecordedOp final {
   c10::DispatchKeySet keys;
   std::vector<c10::IValue> arguments;
   std::vector<c10::IValue> returns;
+  /// For a functional op whose returns are new tensors: its `out=` overload where this call
+  /// proved it gives the same bytes (proven_out_variant), or, for a random op, where it has one.
+  std::optional<OutVariant> out;
+  /// For `lift_fresh` and `lift_fresh_copy` (the end of `torch.tensor`, `new_tensor`,
+  /// `as_tensor`): the bytes of the literal's whole storage when it was lifted, which Python
+  /// wrote outside the dispatcher and the program may write later (case C56).
+  at::Tensor literal;
+  /// Per return, right after the op: a tensor that something besides the op's returns holds
+  /// (a global, a memoised table, a hook's saved result), which the graph must not move.
+  std::vector<bool> held;
 };
+
+/// True for `lift_fresh` and `lift_fresh_copy`: what PyTorch calls on a tensor it filled from
+/// Python data (a literal).
+bool lifts_a_literal(const c10::OperatorHandle& op);
+
+/// True for ops that allocate without writing (`empty`, `empty_like`, ...): what the memory
+/// holds when read comes from outside the dispatcher, unless a recorded op writes it first.
+bool uninitialized(const c10::OperatorHandle& op);
 
 // Note [Recording ops]
 // The CPU graph records at dispatch key Fake, which sits below autograd, autocast, Python modes
@@ -32,7 +52,8 @@ struct RecordedOp final {
 // loudly if a later version does. Ops that read tensor values on the host (tags
 // data_dependent_output, dynamic_output_shape: `item`, `nonzero`, `equal`) throw at record
 // time naming the op, as a device capture fails on a host synchronisation, so no value read at
-// capture is baked into replays.
+// capture is baked into replays. `index.Tensor` carries dynamic_output_shape for its boolean
+// indices only: with integer indices its shape is theirs, and it records (case C69).
 
 /// Records, on this thread and for its lifetime, every op that reaches the dispatcher below
 /// autograd (Note [Recording ops]). Not copyable; one recorder per thread at a time.

@@ -1,5 +1,12 @@
 #include "runtime/out_variant.h"
 
+#include "runtime/op_recorder.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/util/Exception.h>
+
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -43,23 +50,43 @@ std::optional<std::vector<std::size_t>> matches(const c10::FunctionSchema& funct
   return kept;
 }
 
+// The overloads of every op name and the answers found so far; replaced, never destroyed,
+// after fork (reset_out_variants_after_fork).
+struct Cache final {
+  std::mutex mutex;
+  std::map<std::string, std::vector<c10::OperatorName>> overloads;  // by name
+  std::unordered_map<c10::OperatorName, std::optional<OutVariant>> found;
+};
+Cache* cache = new Cache();
+
+// Byte equality of two tensors of one dtype, sizes and strides (NaN payloads included).
+bool same_bytes(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes() || a.strides() != b.strides() || a.dtype() != b.dtype()) {
+    return false;
+  }
+  const auto x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.const_data_ptr(), y.const_data_ptr(), x.nbytes()) == 0;
+}
+
+class SilentWarnings final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning&) override {}
+};
+
 }  // namespace
 
 std::optional<OutVariant> out_variant(const c10::OperatorHandle& functional) {
-  static std::mutex mutex;
-  static std::map<std::string, std::vector<c10::OperatorName>> overloads;  // by name
-  static std::unordered_map<c10::OperatorName, std::optional<OutVariant>> found;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(cache->mutex);
   const auto& name = functional.operator_name();
-  if (auto it = found.find(name); it != found.end()) return it->second;
-  if (overloads.empty()) {
+  if (auto it = cache->found.find(name); it != cache->found.end()) return it->second;
+  if (cache->overloads.empty()) {
     for (auto& op : c10::Dispatcher::singleton().getAllOpNames()) {
-      overloads[op.name].push_back(op);
+      cache->overloads[op.name].push_back(op);
     }
   }
   std::optional<OutVariant> result;
   const auto& schema = functional.schema();
-  for (const auto& candidate : overloads[name.name]) {
+  for (const auto& candidate : cache->overloads[name.name]) {
     if (candidate == name) continue;
     auto op = c10::Dispatcher::singleton().findOp(candidate);
     if (!op || !op->hasSchema()) continue;
@@ -68,8 +95,51 @@ std::optional<OutVariant> out_variant(const c10::OperatorHandle& functional) {
       break;
     }
   }
-  found.emplace(name, result);
+  cache->found.emplace(name, result);
   return result;
 }
+
+std::optional<OutVariant> proven_out_variant(const c10::OperatorHandle& functional,
+                                             c10::DispatchKeySet keys,
+                                             const std::vector<c10::IValue>& arguments,
+                                             const std::vector<c10::IValue>& returns) {
+  auto out = out_variant(functional);
+  if (!out) return std::nullopt;
+  torch::jit::Stack stack;
+  for (auto k : out->arguments) stack.push_back(arguments[k]);
+  std::vector<at::Tensor> written;
+  for (const auto& r : returns) {
+    const auto& t = r.toTensor();
+    written.push_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
+    stack.emplace_back(written.back());
+  }
+  SilentWarnings silent;
+  c10::WarningUtils::WarningHandlerGuard quiet(&silent);
+  try {
+    out->op.redispatchBoxed(redispatch_keys(out->op, keys, stack), &stack);
+  } catch (const c10::Error&) {
+    return std::nullopt;  // e.g. binary_cross_entropy.out with a weight
+  }
+  for (std::size_t k = 0; k < returns.size(); ++k) {
+    if (!same_bytes(written[k], returns[k].toTensor())) return std::nullopt;
+  }
+  return out;
+}
+
+c10::DispatchKeySet redispatch_keys(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                                    const std::vector<c10::IValue>& arguments) {
+  for (const auto& a : arguments) {
+    map_tensors(a, [&](const at::Tensor& t) {
+      if (t.defined()) keys = keys | below_recorder(t.key_set());
+      return t;
+    });
+  }
+  if (!op.hasKernelForDispatchKey(c10::DispatchKey::BackendSelect)) {
+    keys = keys.remove(c10::DispatchKey::BackendSelect);
+  }
+  return keys;
+}
+
+void reset_out_variants_after_fork() { cache = new Cache(); }
 
 }  // namespace graphdispatch

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
 
 #include <cstddef>
 #include <optional>
@@ -23,5 +24,27 @@ struct OutVariant final {
 /// `native_layer_norm.out`). nullopt when there is none. Looked up once per op and cached;
 /// thread-safe.
 std::optional<OutVariant> out_variant(const c10::OperatorHandle& functional);
+
+/// `out_variant(functional)` when calling it on `arguments` (the functional's, unchanged since
+/// it ran with dispatch keys `keys`) into new tensors laid out as `returns` gives `returns` byte
+/// for byte, sizes and strides included; nullopt otherwise, or when the overload raises. An
+/// `out=` kernel is not always the functional op: `binary_cross_entropy.out` uses `out` as an
+/// elementwise buffer of the input's shape (case C58), so the CPU graph replays through an
+/// overload only where this call proved it. Runs the overload once, below the recorder, with
+/// its warnings silenced (a resize it makes is part of the disproof).
+std::optional<OutVariant> proven_out_variant(const c10::OperatorHandle& functional,
+                                             c10::DispatchKeySet keys,
+                                             const std::vector<c10::IValue>& arguments,
+                                             const std::vector<c10::IValue>& returns);
+
+/// The keys to redispatch `op` with on `arguments`: `keys` plus those below the recorder of
+/// every tensor argument, without BackendSelect where `op` has no kernel there (a factory op's
+/// out= overload dispatches on its out tensors, not on BackendSelect's choice).
+c10::DispatchKeySet redispatch_keys(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                                    const std::vector<c10::IValue>& arguments);
+
+/// In a forked child (docs/usage.md "Fork"), forgets the overload cache without destroying or
+/// unlocking it (a parent thread may have held its lock at fork; case C67).
+void reset_out_variants_after_fork();
 
 }  // namespace graphdispatch

@@ -2,6 +2,7 @@
 
 #include "runtime/memory_span.h"
 
+#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
@@ -29,6 +30,21 @@ void append_modes(std::vector<std::int64_t>& w, c10::DeviceType device_type) {
     w.push_back(on);
     w.push_back(on ? static_cast<std::int64_t>(at::autocast::get_autocast_dtype(type)) : -1);
   }
+  // Process-wide flags that choose among the kernels of one op (sdpa_kernel's backends and
+  // their order, cuDNN, oneDNN, deterministic algorithms, matmul precision): a graph replays
+  // the kernel its capture chose (case C66).
+  auto& ctx = at::globalContext();
+  std::int64_t bits = 0;
+  int bit = 0;
+  for (bool on :
+       {ctx.userEnabledFlashSDP(), ctx.userEnabledMemEfficientSDP(), ctx.userEnabledMathSDP(),
+        ctx.userEnabledCuDNNSDP(), ctx.userEnabledOverrideableSDP(), ctx.userEnabledCuDNN(),
+        ctx.userEnabledMkldnn(), ctx.deterministicAlgorithms(), ctx.allowTF32CuBLAS()}) {
+    bits |= static_cast<std::int64_t>(on) << bit++;
+  }
+  w.push_back(bits);
+  w.push_back(static_cast<std::int64_t>(ctx.float32MatmulPrecision()));
+  for (auto backend : ctx.sDPPriorityOrder()) w.push_back(static_cast<std::int64_t>(backend));
 }
 
 void append_tensor(std::vector<std::int64_t>& w, const at::Tensor& t, bool is_static) {

@@ -18,11 +18,13 @@ namespace graphdispatch {
 // and for static inputs (read where they are) the storage-offset alignment (bytes mod 16, since
 // vectorised kernels pick paths by alignment; dynamic inputs are copied into fresh buffers);
 // per non-tensor input: its kind and exact value (int, float bits, bool, None; a generator
-// by identity, only so its refusal is cached); and the
-// thread-local modes that change kernels: grad mode and autocast (enabled, dtype) for the CPU
-// and for the inputs' device type. Inference mode changes no kernel (entries are captured
-// outside it, Note [Inference mode] in entry.h): a key holding it would capture a graph at
-// compile time, where Dynamo turns it off, that no call under torch.inference_mode() uses
+// by identity, only so its refusal is cached); the thread-local modes that change kernels:
+// grad mode and autocast (enabled, dtype) for the CPU and for the inputs' device type; and the
+// process-wide flags that choose a kernel (case C66: SDPA backends and their order, cuDNN,
+// oneDNN, deterministic algorithms, matmul precision). Inference mode changes no kernel
+// (entries are captured outside it, Note [Inference mode] in entry.h): a key holding it would
+// capture a graph at compile time, where Dynamo turns it off, that no call under
+// torch.inference_mode() uses
 // (case C25). Dynamic inputs whose bytes overlap add which inputs overlap (Note [Aliasing]).
 //
 // The *layout* is all of the above; the key adds the static inputs' data pointers, since a

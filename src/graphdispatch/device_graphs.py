@@ -112,6 +112,9 @@ def make_factory(kind: str) -> Any:
     if kind == "emulated":
         return _C.EmulatedGraphFactory()
     if kind == "cpu":
+        from . import higher_order
+
+        higher_order.prepare()  # case C71: each higher-order op recorded or refused by name
         return _C.CpuGraphFactory()
     if kind == "cuda":
         _C.set_stream_maker("cuda", new_cuda_stream)

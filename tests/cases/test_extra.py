@@ -74,23 +74,26 @@ def test_extra_module_buffers_updated_once_per_call(lazy_capture):
 
 def test_extra_channels_last_and_expanded_float16_inputs():
     conv = torch.nn.Conv2d(8, 8, 3, padding=1).half()
+    w, b = conv.weight, conv.bias
 
-    def fn(x):
-        return (conv(x) * 2,)
+    def fn(x, w, b):
+        return (torch.nn.functional.conv2d(x, w, b, padding=1) * 2,)
 
-    r = runner(fn, [False])
+    # The weights are static inputs, as Dynamo passes them: the CPU graph reads no tensor the
+    # entry does not vouch for (case C54).
+    r = runner(fn, [False, True, True])
     with torch.no_grad():
         for _ in range(2):
             for x in (
                 torch.randn(2, 8, 5, 5, dtype=torch.float16).to(memory_format=torch.channels_last),
                 torch.randn(2, 8, 5, 5, dtype=torch.float16),
             ):
-                got = r(x)[0]
-                torch.testing.assert_close(got, fn(x)[0])
+                got = r(x, w, b)[0]
+                torch.testing.assert_close(got, fn(x, w, b)[0])
         assert r.num_entries == 2  # one graph per layout
         # An expanded input is copied through its unexpanded part (case C21): a third graph.
         for _ in range(2):
             expanded = torch.randn(1, 8, 5, 5, dtype=torch.float16).expand(2, 8, 5, 5)
-            torch.testing.assert_close(r(expanded)[0], fn(expanded)[0])
+            torch.testing.assert_close(r(expanded, w, b)[0], fn(expanded, w, b)[0])
         assert r.num_entries == 3
     assert stats()["fallbacks"] == {}

@@ -1,0 +1,423 @@
+"""Fourth-round cases (C54–C72): what the CPU graph may read, repoint, keep as a constant or
+replay through ``out=``, and what it refuses at capture. Each test compares with eager on new
+inputs every call and counts replays; on the emulated graph (which re-runs the FX graph) the
+same tests hold eager's values, so both graph kinds run them (tests/cases/conftest.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from cases_helpers import GRAPH_ONLY, compiled, fallbacks, runner, stats
+
+
+def replays_every_call(calls: int) -> None:
+    assert stats()["captures"] == 1, stats()
+    assert stats()["replays"] == calls, stats()
+
+
+# C54: autocast caches the bf16 cast of every grad-requiring weight until its outermost region
+# exits; a capture must cast for itself, not read (or fill) that cache.
+@pytest.mark.parametrize("warmup_iters", [0, 1])
+@pytest.mark.parametrize("one_region", [True, False], ids=["one_region", "region_per_call"])
+def test_c54_autocast_bfloat16_with_grad_requiring_weights(warmup_iters, one_region):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    assert all(p.requires_grad for p in model.parameters())
+    G = compiled(model, warmup_iters=warmup_iters)
+    xs = [torch.randn(3, 8) for _ in range(4)]
+
+    def run(fn):
+        if one_region:
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                return [fn(x) for x in xs]
+        out = []
+        for x in xs:
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                out.append(fn(x))
+        return out
+
+    got, expected = run(G), run(model)
+    for g, e in zip(got, expected):
+        assert g.dtype == torch.bfloat16
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
+    replays_every_call(len(xs))
+
+
+# C56: a literal written in place starts from its own bytes on every call.
+def literal_scaled(x):
+    t = torch.tensor([1.0, 2.0, 3.0])
+    t.mul_(2)
+    return x + t
+
+
+def literal_accumulated(x):
+    total = torch.tensor(0.0)
+    total += x.sum()
+    return x * total
+
+
+def literal_half_and_index(x):
+    h = torch.tensor([0.5, 0.25, 2.0], dtype=torch.float16)
+    h.add_(1)
+    i = torch.tensor([0, 1], dtype=torch.int64)
+    i += 1  # eager indexes rows 1 and 2 every call; accumulated it walks out of range
+    return x[i] * h.float()
+
+
+@pytest.mark.parametrize("fn", [literal_scaled, literal_accumulated, literal_half_and_index])
+def test_c56_literals_written_in_place_start_afresh(fn):
+    G = compiled(fn)
+    for _ in range(4):
+        x = torch.randn(3, 3)
+        torch.testing.assert_close(G(x), fn(x), rtol=0, atol=0)
+    replays_every_call(4)
+
+
+# C57: max_pool1d fills an `empty` result outside the dispatcher: never the capture's values.
+def test_c57_results_filled_outside_the_dispatcher_are_not_frozen():
+    G = compiled(lambda x: F.max_pool1d(x, 2) + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            x = torch.randn(2, 3, 8)
+            torch.testing.assert_close(G(x), F.max_pool1d(x, 2) + 1, rtol=0, atol=0)
+    if GRAPH_ONLY["device_graph"] == "cpu":
+        assert stats()["captures"] == 0 and fallbacks("capture_failed") == 3
+
+
+def test_c57_refusal_names_the_op():
+    def fn(x):
+        return (F.max_pool1d(x, 2),)
+
+    r = runner(fn, [False], kind="cpu")
+    x = torch.randn(2, 3, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(r(x)[0], fn(x)[0])
+    reason, detail = r.entry_reason(x)
+    assert reason == "capture_failed"
+    # max_pool1d is a composite: the recorder sees only its `empty`, not the loop filling it.
+    assert "aten::empty" in detail and "outside the dispatcher" in detail, detail
+
+
+# C58: an out= overload is used only where it computes what the functional op does.
+@pytest.mark.parametrize("weighted", [False, True])
+def test_c58_binary_cross_entropy_is_not_its_out_kernel(weighted):
+    def fn(p, t, w):
+        return F.binary_cross_entropy(p, t, weight=w if weighted else None)
+
+    G = compiled(fn)
+    for _ in range(3):
+        p, t, w = torch.rand(4, 5) * 0.9 + 0.05, torch.rand(4, 5), torch.rand(4, 5)
+        torch.testing.assert_close(G(p, t, w), fn(p, t, w), rtol=0, atol=0)
+    replays_every_call(3)
+
+
+# C59: ops that exist for their effect (an error check, an assertion) run on every replay.
+def test_c59_singular_inverse_raises_on_replay_as_in_eager():
+    G = compiled(lambda a: torch.linalg.inv(a) * 2)
+    a = torch.randn(3, 3) + 3 * torch.eye(3)
+    torch.testing.assert_close(G(a), torch.linalg.inv(a) * 2)
+    torch.testing.assert_close(G(a.T.contiguous()), torch.linalg.inv(a.T) * 2)
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.inv(torch.zeros(3, 3))
+    with pytest.raises(torch.linalg.LinAlgError):
+        G(torch.zeros(3, 3))
+    assert stats()["captures"] == 1
+
+
+def test_c59_assert_async_keeps_asserting():
+    def fn(x):
+        torch._assert_async((x > 0).all())
+        return (x.log(),)
+
+    r = runner(fn, [False])
+    x = torch.rand(4) + 0.5
+    torch.testing.assert_close(r(x)[0], x.log())
+    torch.testing.assert_close(r(x + 1)[0], (x + 1).log())
+    with pytest.raises(RuntimeError):
+        r(x - 2)
+    assert stats()["captures"] == 1
+
+
+@torch.library.custom_op("graphdispatch_cases::broadcast_row", mutates_args=())
+def broadcast_row(x: torch.Tensor) -> torch.Tensor:
+    return x.sum(0, keepdim=True).expand(x.shape[0], -1)
+
+
+@broadcast_row.register_fake
+def _(x):
+    return x.new_empty(1, x.shape[1]).expand(x.shape[0], -1)
+
+
+# C62: a custom op's expanded (stride-0) result replays: only the part a zero stride does not
+# repeat is copied.
+def test_c62_expanded_result_of_a_custom_op():
+    def fn(x):
+        return torch.ops.graphdispatch_cases.broadcast_row(x * 2) + x
+
+    G = compiled(fn)
+    for _ in range(3):
+        x = torch.randn(4, 5)
+        torch.testing.assert_close(G(x), fn(x), rtol=0, atol=0)
+    replays_every_call(3)
+
+
+# C65: with safe_output_mode=False an output that is a graph constant is put back every call,
+# so a caller's in-place write does not persist into the next call.
+def test_c65_unsafe_constant_output_is_put_back():
+    def fn(x):
+        return x * 2, torch.tensor([1.0, 2.0])
+
+    G = compiled(fn, safe_output_mode=False)
+    for _ in range(3):
+        x = torch.randn(2)
+        doubled, literal = G(x)
+        torch.testing.assert_close(doubled, x * 2)
+        torch.testing.assert_close(literal, torch.tensor([1.0, 2.0]), rtol=0, atol=0)
+        literal.add_(100)  # the caller owns what it was handed until the next call
+    replays_every_call(3)
+
+
+# C69: integer advanced indexing has the indices' shape and replays.
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+@pytest.mark.parametrize(
+    "index",
+    [
+        lambda x, i, j: x[i],
+        lambda x, i, j: x[:, i],
+        lambda x, i, j: x[i, j],
+        lambda x, i, j: x[i[:, None], j],
+    ],
+    ids=["rows", "columns", "pairs", "grid"],
+)
+def test_c69_integer_advanced_indexing_replays(index, dtype):
+    def fn(x, i, j):
+        return index(x, i, j) * 2
+
+    G = compiled(fn)
+    for _ in range(3):
+        x = torch.randn(5, 6)
+        i = torch.randint(0, 5, (3,), dtype=dtype)
+        j = torch.randint(0, 5, (3,), dtype=dtype)
+        torch.testing.assert_close(G(x, i, j), fn(x, i, j), rtol=0, atol=0)
+    replays_every_call(3)
+
+
+def test_c69_boolean_indexing_is_still_refused():
+    def fn(x, m):
+        return (x[m] * 2,)
+
+    r = runner(fn, [False, False], kind="cpu")
+    x, m = torch.randn(6), torch.tensor([True, False] * 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(r(x, m)[0], fn(x, m)[0])
+    assert r.entry_reason(x, m)[0] == "capture_failed"
+
+
+# C66: a process-wide flag that picks a composite's kernel is part of the cache key.
+def test_c66_sdpa_backend_chosen_inside_sdpa_kernel():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+    G = compiled(fn)
+    q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+    torch.testing.assert_close(G(q, k, v), fn(q, k, v), rtol=0, atol=0)
+    with sdpa_kernel(SDPBackend.MATH):
+        for _ in range(2):
+            q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+            torch.testing.assert_close(G(q, k, v), fn(q, k, v), rtol=0, atol=0)
+    q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+    torch.testing.assert_close(G(q, k, v), fn(q, k, v), rtol=0, atol=0)
+    assert stats()["captures"] == 2 and stats()["replays"] == 4
+
+
+class Ema(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("ema", torch.zeros(4))
+
+    def forward(self, x):
+        self.ema.mul_(0.5).add_(x.mean(0))
+        return x * self.ema
+
+
+# C61: a replay that writes a buffer counts the write, as eager's in-place op does.
+def test_c61_replays_bump_the_version_of_what_they_write():
+    torch.manual_seed(0)
+    model, reference = Ema(), Ema()
+    G = compiled(model)
+    for _ in range(3):
+        x = torch.randn(2, 4)
+        before = model.ema._version
+        with torch.no_grad():
+            torch.testing.assert_close(G(x), reference(x), rtol=0, atol=0)
+        assert model.ema._version > before
+    w = torch.randn(4, requires_grad=True)
+    saved = (w * model.ema).sum()  # autograd saves ema
+    with torch.no_grad():
+        G(torch.randn(2, 4))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        saved.backward()
+    replays_every_call(4)
+
+
+@torch.library.custom_op("graphdispatch_cases::halves", mutates_args=())
+def halves(x: torch.Tensor) -> list[torch.Tensor]:
+    return [t.clone() for t in x.chunk(2)]
+
+
+@halves.register_fake
+def _(x):
+    return [t.clone() for t in x.chunk(2)]
+
+
+# C72: ops returning lists of new tensors replay.
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.split_with_sizes_copy(x, [1, 3]),
+        lambda x: torch.unbind_copy(x * 2),
+        lambda x: torch._foreach_add([x, x * 2], 1.0),
+        lambda x: torch.ops.graphdispatch_cases.halves(x + 1),
+    ],
+    ids=["split_with_sizes_copy", "unbind_copy", "foreach_add", "custom_op"],
+)
+def test_c72_lists_of_new_tensors_replay(fn):
+    G = compiled(lambda x: [t * 3 for t in fn(x)])
+    for _ in range(3):
+        x = torch.randn(4, 3)
+        for got, expected in zip(G(x), [t * 3 for t in fn(x)], strict=True):
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    replays_every_call(3)
+
+
+ROPE_TABLE = torch.arange(8.0)
+SAVED: list[torch.Tensor] = []
+
+
+@torch.library.custom_op("graphdispatch_cases::memoised_table", mutates_args=())
+def memoised_table(x: torch.Tensor) -> torch.Tensor:
+    return ROPE_TABLE  # what a RoPE cache hands out: a tensor it keeps
+
+
+@memoised_table.register_fake
+def _(x):
+    return x.new_empty(8)
+
+
+@torch.library.custom_op("graphdispatch_cases::saving_hook", mutates_args=())
+def saving_hook(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    SAVED.append(y)  # an activation hook keeping its result
+    return y
+
+
+@saving_hook.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+# C55: storage that something else holds is never moved into the arena or overwritten.
+@pytest.mark.parametrize(
+    "fn,replays",
+    [
+        (lambda x: torch.ops.graphdispatch_cases.memoised_table(x) * x, True),
+        (lambda x: torch.ops.graphdispatch_cases.saving_hook(x) + 1, True),
+        (lambda x: (torch.ops.graphdispatch_cases.memoised_table(x), x + 1), False),
+    ],
+    ids=["table_read", "hook_result_read", "table_returned"],
+)
+def test_c55_storage_others_hold_is_left_alone(fn, replays):
+    SAVED.clear()
+    G = compiled(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(4):
+            x = torch.randn(8)
+            got, expected = G(x), fn(x)
+            for g, e in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, expected))):
+                torch.testing.assert_close(g, e, rtol=0, atol=0)
+    assert torch.equal(ROPE_TABLE, torch.arange(8.0))
+    for kept in SAVED:
+        assert kept.abs().max() < 100  # a hook's saved results stay its own values
+    if replays or GRAPH_ONLY["device_graph"] == "emulated":
+        replays_every_call(4)
+    else:  # returned as it is held: refused at capture, with the op named
+        assert stats()["captures"] == 0 and fallbacks("capture_failed") == 4
+
+
+def cond_fn(x):
+    return torch.cond(x.sum() > 0, lambda x: x * 2, lambda x: x - 1, (x,))
+
+
+# C71: a higher-order op replays where it only runs tensor ops, else is refused by name.
+def test_c71_cond_is_refused_by_name_and_right_on_both_branches():
+    G = compiled(cond_fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for sign in (1, -1, 1, -1):
+            x = torch.rand(4) * sign
+            torch.testing.assert_close(G(x), cond_fn(x), rtol=0, atol=0)
+    if GRAPH_ONLY["device_graph"] == "cpu":
+        assert stats()["captures"] == 0 and fallbacks("capture_failed") == 4
+        r = runner(lambda x: (cond_fn(x),), [False])
+        x = torch.rand(4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r(x)
+        assert "higher_order.cond" in r.entry_reason(x)[1]
+
+
+def test_c71_flex_attention_replays():
+    from torch.nn.attention.flex_attention import flex_attention
+
+    def score_mod(score, b, h, q, k):
+        return score + (q - k).float() * 0.1
+
+    def fn(q, k, v):
+        return flex_attention(q, k, v, score_mod=score_mod)
+
+    G = compiled(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # flex_attention's own "not compiled" notice
+        for _ in range(3):
+            q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+            torch.testing.assert_close(G(q, k, v), fn(q, k, v), rtol=0, atol=0)
+    replays_every_call(3)
+
+
+RUNS = {"n": 0}
+
+
+@torch.library.custom_op("graphdispatch_cases::counted", mutates_args=())
+def counted(x: torch.Tensor) -> torch.Tensor:
+    RUNS["n"] += 1
+    return x + 1
+
+
+@counted.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+# C68: how often a custom op's Python kernel runs: warmup_iters + 2 times on the capturing call
+# (warmup, the capture's run, the call's own replay), then once per call (docs/usage.md).
+@pytest.mark.parametrize("warmup_iters", [0, 1, 2])
+def test_c68_custom_op_runs_warmup_plus_two_then_once_per_call(warmup_iters):
+    RUNS["n"] = 0
+    G = compiled(lambda x: torch.ops.graphdispatch_cases.counted(x) * 2, warmup_iters=warmup_iters)
+    x = torch.randn(3)
+    torch.testing.assert_close(G(x), (x + 1) * 2)
+    assert RUNS["n"] == warmup_iters + 2
+    for _ in range(3):
+        x = torch.randn(3)
+        torch.testing.assert_close(G(x), (x + 1) * 2)
+    assert RUNS["n"] == warmup_iters + 5
+    replays_every_call(4)
