@@ -363,11 +363,14 @@ FindResult find_ports(git_repository* repo, const Options& options) {
         git_oid_equal(&branches[b].tip, &found.commit) != 0 || reach.reaches_target(b);
   }
   // Each port goes to the first branch (version order) that contains it; the
-  // later ones inherited it.
+  // later ones inherited it. A branch that contains COMMIT needs no port: only
+  // evidence is listed there, never a same-subject hint (a recurring subject,
+  // a later change; case P25).
   for (const auto& [port, walked] : ports) {
     const std::string* home = nullptr;
     for (std::size_t b = 0; b < branches.size(); ++b) {
       if (!reach.reaches(walked, b)) continue;
+      if (found.branches[b].contains_commit && !port.evidence()) continue;
       if (home == nullptr) {
         home = &found.branches[b].branch;
         found.branches[b].ports.push_back(port);
@@ -384,7 +387,8 @@ void add_port_targets(const FindResult& found, Options& options) {
   options.targets.clear();
   options.target_labels.clear();
   for (const BranchPorts& branch : found.branches) {
-    if (branch.ports.empty()) continue;
+    // A branch that contains COMMIT has no port to compare (case P25).
+    if (branch.ports.empty() || branch.contains_commit) continue;
     const auto best = std::find_if(branch.ports.begin(), branch.ports.end(),
                                    [](const Port& port) { return port.evidence(); });
     const Port& port = best != branch.ports.end() ? *best : branch.ports.front();
