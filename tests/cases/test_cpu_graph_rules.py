@@ -421,3 +421,44 @@ def test_c68_custom_op_runs_warmup_plus_two_then_once_per_call(warmup_iters):
         torch.testing.assert_close(G(x), (x + 1) * 2)
     assert RUNS["n"] == warmup_iters + 5
     replays_every_call(4)
+
+
+def tiny_clip_text():
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    config = CLIPTextConfig(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=16,
+    )
+    return CLIPTextModel(config), lambda o: (o.last_hidden_state, o.pooler_output)
+
+
+def tiny_t5_encoder():
+    from transformers import T5Config, T5EncoderModel
+
+    config = T5Config(vocab_size=100, d_model=32, d_ff=64, d_kv=8, num_layers=2, num_heads=4)
+    return T5EncoderModel(config), lambda o: (o.last_hidden_state,)
+
+
+# C69 in the field: CLIPTextModel's pooled output and T5 with an attention mask index by
+# integer positions; they replay every call.
+@pytest.mark.parametrize("make", [tiny_clip_text, tiny_t5_encoder], ids=["clip", "t5"])
+def test_c69_text_encoders_with_an_attention_mask_replay(make):
+    torch.manual_seed(0)
+    model, outputs = make()
+    model.eval()
+    G = compiled(model)
+    with torch.no_grad():
+        for _ in range(3):
+            ids = torch.randint(0, 100, (2, 8))
+            mask = torch.ones(2, 8, dtype=torch.long)
+            mask[1, 5:] = 0
+            got = outputs(G(input_ids=ids, attention_mask=mask))
+            expected = outputs(model(input_ids=ids, attention_mask=mask))
+            for g, e in zip(got, expected, strict=True):
+                torch.testing.assert_close(g, e, rtol=0, atol=0)
+    replays_every_call(3)
