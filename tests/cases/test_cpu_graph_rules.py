@@ -18,6 +18,16 @@ def replays_every_call(calls: int) -> None:
     assert stats()["replays"] == calls, stats()
 
 
+def replays_like_eager(fn, make_inputs, calls: int = 3) -> None:
+    """``fn`` compiled, called on new inputs ``calls`` times: eager's bytes, one capture, a
+    replay each call."""
+    G = compiled(fn)
+    for _ in range(calls):
+        args = make_inputs()
+        torch.testing.assert_close(G(*args), fn(*args), rtol=0, atol=0)
+    replays_every_call(calls)
+
+
 # C54: autocast caches the bf16 cast of every grad-requiring weight until its outermost region
 # exits; a capture must cast for itself, not read (or fill) that cache.
 @pytest.mark.parametrize("warmup_iters", [0, 1])
@@ -69,11 +79,7 @@ def literal_half_and_index(x):
 
 @pytest.mark.parametrize("fn", [literal_scaled, literal_accumulated, literal_half_and_index])
 def test_c56_literals_written_in_place_start_afresh(fn):
-    G = compiled(fn)
-    for _ in range(4):
-        x = torch.randn(3, 3)
-        torch.testing.assert_close(G(x), fn(x), rtol=0, atol=0)
-    replays_every_call(4)
+    replays_like_eager(fn, lambda: (torch.randn(3, 3),), calls=4)
 
 
 # C57: max_pool1d fills an `empty` result outside the dispatcher: never the capture's values.
@@ -109,11 +115,9 @@ def test_c58_binary_cross_entropy_is_not_its_out_kernel(weighted):
     def fn(p, t, w):
         return F.binary_cross_entropy(p, t, weight=w if weighted else None)
 
-    G = compiled(fn)
-    for _ in range(3):
-        p, t, w = torch.rand(4, 5) * 0.9 + 0.05, torch.rand(4, 5), torch.rand(4, 5)
-        torch.testing.assert_close(G(p, t, w), fn(p, t, w), rtol=0, atol=0)
-    replays_every_call(3)
+    replays_like_eager(
+        fn, lambda: (torch.rand(4, 5) * 0.9 + 0.05, torch.rand(4, 5), torch.rand(4, 5))
+    )
 
 
 # C59: ops that exist for their effect (an error check, an assertion) run on every replay.
@@ -159,11 +163,7 @@ def test_c62_expanded_result_of_a_custom_op():
     def fn(x):
         return torch.ops.graphdispatch_cases.broadcast_row(x * 2) + x
 
-    G = compiled(fn)
-    for _ in range(3):
-        x = torch.randn(4, 5)
-        torch.testing.assert_close(G(x), fn(x), rtol=0, atol=0)
-    replays_every_call(3)
+    replays_like_eager(fn, lambda: (torch.randn(4, 5),))
 
 
 # C65: with safe_output_mode=False an output that is a graph constant is put back every call,
@@ -198,13 +198,11 @@ def test_c69_integer_advanced_indexing_replays(index, dtype):
     def fn(x, i, j):
         return index(x, i, j) * 2
 
-    G = compiled(fn)
-    for _ in range(3):
-        x = torch.randn(5, 6)
-        i = torch.randint(0, 5, (3,), dtype=dtype)
-        j = torch.randint(0, 5, (3,), dtype=dtype)
-        torch.testing.assert_close(G(x, i, j), fn(x, i, j), rtol=0, atol=0)
-    replays_every_call(3)
+    def inputs():
+        indices = (torch.randint(0, 5, (3,), dtype=dtype) for _ in range(2))
+        return (torch.randn(5, 6), *indices)
+
+    replays_like_eager(fn, inputs)
 
 
 def test_c69_boolean_indexing_is_still_refused():
