@@ -115,6 +115,20 @@ std::vector<bool> held_elsewhere(torch::jit::Stack::const_iterator begin,
   return held;
 }
 
+// Case C70: Dynamo hands a Python number it made dynamic (every float under
+// `torch.compile(dynamic=True)`, a float that changed between calls) to the graph as a 0-d
+// tensor and reads it back with `.item()`.
+const char* number_advice(const c10::OperatorHandle& op, const std::vector<c10::IValue>& given) {
+  if (op.operator_name().name != "aten::_local_scalar_dense" || given.empty() ||
+      !given[0].isTensor() || given[0].toTensor().dim() != 0) {
+    return "";
+  }
+  return ". A 0-d tensor read by .item() is often a Python number Dynamo made dynamic (with "
+         "dynamic=True every float, LayerNorm's eps included): set "
+         "torch._dynamo.config.specialize_float = True to keep numbers in the graph as "
+         "constants, one entry per value";
+}
+
 at::Tensor literal_bytes(const at::Tensor& t) {
   const auto& storage = t.storage();
   auto bytes = at::detail::empty_cpu({static_cast<std::int64_t>(storage.nbytes())}, at::kByte,
@@ -183,7 +197,8 @@ void OpRecorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet below
   // Note [Recording ops]: a host read inside a capture fails it, naming the op.
   TORCH_CHECK(!host_read(op, given), "CPU graph capture: ", schema.operator_name(),
               " reads tensor values on the host (or makes a shape from them), which a graph "
-              "cannot replay; a device graph capture fails on it too");
+              "cannot replay; a device graph capture fails on it too",
+              number_advice(op, given));
   RecordedOp recorded{op, below, {}, {}, std::nullopt, {}, {}};
   c10::impl::ExcludeDispatchKeyGuard nested_not_recorded(kRecordKey);
   if (lifts_a_literal(op)) recorded.literal = literal_bytes(given[0].toTensor());

@@ -460,3 +460,18 @@ def test_c69_text_encoders_with_an_attention_mask_replay(make):
             for g, e in zip(got, expected, strict=True):
                 torch.testing.assert_close(g, e, rtol=0, atol=0)
     replays_every_call(3)
+
+
+# C70 (part): a float Dynamo made dynamic reaches the CPU graph as a 0-d tensor read by
+# .item(); the call falls back with eager's values and a warning that says what to set.
+def test_c70_dynamic_float_falls_back_with_advice(caplog):
+    def fn(x, scale):
+        return x * scale
+
+    G = torch.compile(fn, backend="graphdispatch", dynamic=True, options=dict(GRAPH_ONLY))
+    x = torch.randn(4)
+    for scale in (0.5, 1.5, 2.5):
+        torch.testing.assert_close(G(x, scale), fn(x, scale), rtol=0, atol=0)
+    if GRAPH_ONLY["device_graph"] == "cpu":
+        assert fallbacks("capture_failed") == 3
+        assert "torch._dynamo.config.specialize_float = True" in caplog.text, caplog.text
