@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace graphdispatch {
 namespace {
@@ -146,7 +147,7 @@ Classified classify(const std::vector<RecordedOp>& ops) {
 }
 
 void mark_outputs(Classified& c, const std::vector<c10::IValue>& outputs) {
-  std::unordered_map<const c10::TensorImpl*, bool> seen;
+  std::unordered_set<const c10::TensorImpl*> seen;
   for (const auto& out : outputs) {
     for_each_tensor(out, [&](const at::Tensor& t) {
       auto found = c.uses.find(storage_of(t));
@@ -154,7 +155,7 @@ void mark_outputs(Classified& c, const std::vector<c10::IValue>& outputs) {
       auto& u = found->second;
       u.output = true;
       if (u.origin != Origin::kExternal) u.last = kToTheEnd;
-      if (seen.emplace(t.unsafeGetTensorImpl(), true).second) ++u.refs;
+      if (seen.insert(t.unsafeGetTensorImpl()).second) ++u.refs;
     });
   }
 }
@@ -207,10 +208,7 @@ void CpuGraph::capture_inputs(const std::vector<c10::IValue>& arguments) {
 }
 
 void CpuGraph::capture_begin(std::function<void()>) {
-  steps_.clear();
-  restores_.clear();
-  stack_.clear();
-  arena_bytes_ = recorded_ = through_out_ = copied_ = 0;
+  reset();
   recorder_ = std::make_unique<OpRecorder>();
   cpu_graph_capturing() = true;
 }
@@ -227,8 +225,7 @@ void CpuGraph::capture_abort() noexcept {
   cpu_graph_capturing() = false;
   recorder_.reset();
   vouched_.clear();
-  steps_.clear();
-  restores_.clear();
+  reset();
 }
 
 void CpuGraph::reset() {
@@ -390,13 +387,19 @@ void CpuGraph::replay() {
     stack_.assign(step.arguments.begin(), step.arguments.end());
     step.op.redispatchBoxed(step.keys, &stack_);
     for (std::size_t k = 0; k < step.copy_to.size(); ++k) {
-      std::size_t n = 0;
-      for_each_tensor(stack_[k], [&](const at::Tensor& from) {
-        TORCH_CHECK(n < step.copy_to[k].size(), "CPU graph replay: ", step.op.operator_name(),
-                    " returned more tensors than at capture");
-        const auto& to = step.copy_to[k][n++];
-        if (to.defined()) copy_return(to, from);
-      });
+      const auto& to = step.copy_to[k];
+      if (to.empty()) continue;  // an undefined return
+      const auto& from = stack_[k];
+      if (from.isTensor()) {
+        if (to[0].defined()) copy_return(to[0], from.toTensor());
+        continue;
+      }
+      const auto list = from.toTensorList();
+      TORCH_CHECK(list.size() == to.size(), "CPU graph replay: ", step.op.operator_name(),
+                  " returned ", list.size(), " tensors, ", to.size(), " at capture");
+      for (std::size_t n = 0; n < to.size(); ++n) {
+        if (to[n].defined()) copy_return(to[n], list[n]);
+      }
     }
   }
   stack_.clear();

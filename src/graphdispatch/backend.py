@@ -112,6 +112,10 @@ _FACTORIES_LOCK = threading.Lock()
 
 def graph_factory(kind: str) -> Any:
     """One C++ graph factory per kind, shared by every runner (and so one pool per device)."""
+    if kind == "cpu":
+        from . import higher_order
+
+        higher_order.prepare()  # higher-order ops registered since the last graph (case C71)
     with _FACTORIES_LOCK:
         if kind not in _FACTORIES:
             _FACTORIES[kind] = make_factory(kind)
