@@ -160,6 +160,10 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     try {
       entry = Entry::capture(fn_, inputs, is_static_, *graphs_, options_);
       stats.captures.fetch_add(1, std::memory_order_relaxed);
+      if (auto growing = state_->numbers.on_capture(inputs, is_static_, options_);
+          growing && options_.log) {
+        options_.log(*growing);
+      }
     } catch (const Interrupt&) {
       throw;  // an interrupt is the caller's, not a reason to give up on this signature
     } catch (const std::exception& e) {

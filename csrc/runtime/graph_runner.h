@@ -5,6 +5,7 @@
 #include "runtime/entry.h"
 #include "runtime/entry_cache.h"
 #include "runtime/fallback_reason.h"
+#include "runtime/number_values.h"
 #include "runtime/runner_options.h"
 #include "runtime/signature.h"
 
@@ -127,6 +128,7 @@ class GraphRunner final {
     };
     std::mutex layouts_mutex;
     std::map<std::vector<std::int64_t>, Layout> layouts;
+    NumberValues numbers;  // under insert_mutex (Note [Numbers in the key])
   };
 
   void check_arity(const std::vector<c10::IValue>& inputs) const;

@@ -47,6 +47,7 @@ from .graph_analysis import (
     is_static_input,
     marked_static_address,
 )
+from .host_numbers import host_numbers, numbers_outside, take_numbers, tensors_inside
 
 log = logging.getLogger("graphdispatch")
 
@@ -234,12 +235,20 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     from . import _C
 
     gm, example_inputs, route = record.gm, record.example_inputs, record.route
+    # Numbers Dynamo passes as 0-d tensors reach the runner as numbers, keyed on their value
+    # (case C70): Inductor specialises a plain number, so it keeps the tensor and gets it back.
+    numbers = host_numbers(gm, example_inputs)
     # compile_fx's result is called as fn(*args), as Dynamo calls it; the `_boxed_call` it
     # carries is copied from the inner function and does not describe it.
     if route == ROUTE_GRAPH_WITH_COMPILE:
-        fn = _inductor(gm, example_inputs, cudagraphs=False)
+        fn = tensors_inside(
+            _inductor(gm, example_inputs, cudagraphs=False), numbers, example_inputs
+        )
     else:
+        take_numbers(gm, numbers)
         fn = gm.forward
+    if numbers:
+        example_inputs = [v.item() if i in numbers else v for i, v in enumerate(example_inputs)]
     refusal = graph_refusal(gm)
     if refusal is not None:
         reason, node = refusal
@@ -249,7 +258,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
             describe_node(node),
         )
         record.refusal, record.refusal_node = reason, node
-        return _refused(fn, reason)
+        return numbers_outside(_refused(fn, reason), numbers)
     fn, unflatten = _with_flat_output(fn, gm)
     placeholders = gm.graph.find_nodes(op="placeholder")
     is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
@@ -295,9 +304,10 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
             runner.capture(*example_inputs)
         except TypeError as error:  # an input the key cannot hold (e.g. a SymInt): capture lazily
             log.info("compile-time capture skipped, capturing at the first call: %s", error)
+    call = numbers_outside(runner, numbers)
     if unflatten is None:
-        return runner
-    return lambda *args: unflatten(runner(*args))
+        return call
+    return lambda *args: unflatten(call(*args))
 
 
 class Backend:

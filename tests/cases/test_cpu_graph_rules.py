@@ -10,7 +10,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
-from cases_helpers import GRAPH_ONLY, compiled, fallbacks, runner, stats
+from cases_helpers import GRAPH_ONLY, GRAPH_WITH_COMPILE, compiled, fallbacks, runner, stats
 
 
 def replays_every_call(calls: int) -> None:
@@ -462,16 +462,73 @@ def test_c69_text_encoders_with_an_attention_mask_replay(make):
     replays_every_call(3)
 
 
-# C70 (part): a float Dynamo made dynamic reaches the CPU graph as a 0-d tensor read by
-# .item(); the call falls back with eager's values and a warning that says what to set.
-def test_c70_dynamic_float_falls_back_with_advice(caplog):
-    def fn(x, scale):
-        return x * scale
+# C70: a float Dynamo made dynamic (under dynamic=True every float, LayerNorm's eps included)
+# reaches the graph as a 0-d tensor read by .item(). The runner gets the number and keys on it
+# (Note [Numbers in the key]): each value captures once, and replays from then on.
+def scaled_forms(x, scale):
+    return x * scale + torch.full((4,), scale) + torch.tensor([scale, 2 * scale]).sum()
 
-    G = torch.compile(fn, backend="graphdispatch", dynamic=True, options=dict(GRAPH_ONLY))
+
+def test_c70_dynamic_numbers_capture_once_per_value():
+    G = torch.compile(scaled_forms, backend="graphdispatch", dynamic=True, options=GRAPH_ONLY)
+    for scale in (0.5, 1.5, 0.5, 1.5, 0.5):
+        x = torch.randn(4)
+        torch.testing.assert_close(G(x, scale), scaled_forms(x, scale), rtol=0, atol=0)
+    assert stats()["captures"] == 2 and stats()["replays"] == 5, stats()
+    assert not stats()["fallbacks"], stats()
+
+
+def test_c70_number_changing_every_call_warns_once(caplog):
+    G = torch.compile(scaled_forms, backend="graphdispatch", dynamic=True, options=GRAPH_ONLY)
     x = torch.randn(4)
-    for scale in (0.5, 1.5, 2.5):
-        torch.testing.assert_close(G(x, scale), fn(x, scale), rtol=0, atol=0)
-    if GRAPH_ONLY["device_graph"] == "cpu":
-        assert fallbacks("capture_failed") == 3
-        assert "torch._dynamo.config.specialize_float = True" in caplog.text, caplog.text
+    calls = 12
+    for k in range(calls):
+        torch.testing.assert_close(G(x, 0.25 * k), scaled_forms(x, 0.25 * k), rtol=0, atol=0)
+    assert stats()["captures"] == calls and stats()["replays"] == calls, stats()
+    warnings = [r.getMessage() for r in caplog.records if "differ only in" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "(scale), 0 at the first capture and 1.75 now" in warnings[0], warnings[0]
+
+
+def test_c70_tiny_flux_under_dynamic_true_captures_once_per_shape():
+    from graphdispatch.tiny_pipelines import tiny_flux_transformer
+
+    torch.manual_seed(0)
+    model = tiny_flux_transformer().eval()
+    G = torch.compile(model, backend="graphdispatch", dynamic=True, options=GRAPH_ONLY)
+
+    def call(f, tokens):
+        torch.manual_seed(tokens)
+        return f(
+            hidden_states=torch.randn(1, tokens, 16),
+            encoder_hidden_states=torch.randn(1, 6, 32),
+            pooled_projections=torch.randn(1, 16),
+            timestep=torch.tensor([0.3]),
+            guidance=torch.tensor([3.5]),
+            img_ids=torch.randn(tokens, 3),
+            txt_ids=torch.zeros(6, 3),
+            return_dict=False,
+        )[0]
+
+    # Token counts other than the 16 channels: Dynamo would tie an equal size to them.
+    token_counts = (24, 40, 24, 40, 24)
+    with torch.no_grad():
+        for tokens in token_counts:
+            torch.testing.assert_close(call(G, tokens), call(model, tokens), rtol=0, atol=0)
+    assert stats()["routes"] == {"graph_only": 1}, stats()
+    assert stats()["captures"] == 2 and stats()["replays"] == len(token_counts), stats()
+
+
+# Inductor specialises a plain number, so its compiled graph gets the tensor back; on the
+# emulated graph only (tests/cases/conftest.py).
+@pytest.mark.parametrize("options", [pytest.param(GRAPH_WITH_COMPILE, marks=pytest.mark.inductor)])
+def test_c70_graph_with_compile_keys_its_numbers_too(options):
+    def fn(x, scale):
+        return F.layer_norm(x, (4,)) * scale
+
+    G = torch.compile(fn, backend="graphdispatch", dynamic=True, options=options)
+    for scale in (0.5, 1.5, 0.5):
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(G(x, scale), fn(x, scale))  # Inductor fuses: not bit-exact
+    assert stats()["routes"] == {"graph_with_compile": 1}, stats()
+    assert stats()["captures"] == 2 and stats()["replays"] == 3, stats()

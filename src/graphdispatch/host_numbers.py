@@ -1,0 +1,86 @@
+"""Python numbers that reach the graph as 0-d tensors read by ``.item()`` (case C70).
+
+Once Dynamo makes a float dynamic (after its value changed, or from the start under
+``torch.compile(..., dynamic=True)``, which treats even ``nn.LayerNorm``'s ``eps`` so), it
+passes the number as a 0-d float64 CPU tensor and reads it back with ``.item()`` inside the
+graph. A replay cannot reread it: the kernels were recorded with the capture's value. So the
+graph routes key on the value instead (Note [Cache key] in csrc/runtime/signature.h): such an
+input is handed to the runner as the Python number, one entry per value, each replaying the
+number it was captured with — the same rule every graph kind can keep, since a device graph
+cannot read a host number at replay either. A number that takes a new value on every call
+therefore captures on every call; the runtime says so once instead of growing silently (Note
+[Numbers in the key] in csrc/runtime/number_values.h).
+
+An input qualifies when every use of it is ``.item()``; one the graph also uses as a tensor
+stays a tensor (and a CPU graph refuses the read, naming the setting that avoids it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+_ITEM_TARGETS = (torch.ops.aten.item.default, torch.ops.aten._local_scalar_dense.default)
+
+
+def _reads_item(node: torch.fx.Node) -> bool:
+    if node.op == "call_method":
+        return node.target == "item"
+    return node.op == "call_function" and node.target in _ITEM_TARGETS
+
+
+def host_numbers(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[int]:
+    """Positions of the inputs that are 0-d CPU tensors used only through ``.item()``."""
+    positions = []
+    for i, (node, value) in enumerate(zip(gm.graph.find_nodes(op="placeholder"), example_inputs)):
+        if (
+            isinstance(value, torch.Tensor)
+            and value.dim() == 0
+            and value.device.type == "cpu"
+            and node.users
+            and all(_reads_item(user) for user in node.users)
+        ):
+            positions.append(i)
+    return positions
+
+
+def take_numbers(gm: torch.fx.GraphModule, positions: Sequence[int]) -> None:
+    """Rewrites ``gm`` so that the inputs at ``positions`` are the numbers themselves: every
+    ``.item()`` of them is replaced by the input (whose metadata becomes the item's symbol)."""
+    placeholders = gm.graph.find_nodes(op="placeholder")
+    for i in positions:
+        node = placeholders[i]
+        for read in list(node.users):
+            node.meta["example_value"] = read.meta.get("example_value", read.meta.get("val"))
+            read.replace_all_uses_with(node)
+            gm.graph.erase_node(read)
+    gm.recompile()
+
+
+def numbers_outside(fn: Callable, positions: Sequence[int]) -> Callable:
+    """``fn`` called with the inputs at ``positions`` read as Python numbers."""
+    if not positions:
+        return fn
+    wanted = frozenset(positions)
+
+    def call(*args: Any) -> Any:
+        return fn(*(a.item() if i in wanted else a for i, a in enumerate(args)))
+
+    return call
+
+
+def tensors_inside(
+    fn: Callable, positions: Sequence[int], example_inputs: Sequence[Any]
+) -> Callable:
+    """``fn`` (compiled for 0-d tensors at ``positions``) called with numbers there: each is made
+    a 0-d tensor again, of the example's dtype, before ``fn`` runs."""
+    dtypes = {i: example_inputs[i].dtype for i in positions}
+
+    def call(*args: Any) -> Any:
+        return fn(
+            *(torch.tensor(a, dtype=dtypes[i]) if i in dtypes else a for i, a in enumerate(args))
+        )
+
+    return call
