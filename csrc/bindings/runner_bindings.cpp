@@ -12,8 +12,10 @@
 
 #include <ATen/record_function.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
+#include <thread>
 
 namespace graphdispatch::bindings {
 namespace {
@@ -265,6 +267,21 @@ void init_stats(py::module_& m) {
   m.def(
       "cpu_graph_capturing", [] { return cpu_graph_capturing(); },
       "True while this thread is inside a CPU graph's capture (its 'stream is capturing').");
+  m.def(
+      "with_out_variants_locked",
+      [](const py::function& on_locked, double seconds) {
+        py::gil_scoped_release release;
+        with_out_variants_locked([&] {
+          {
+            py::gil_scoped_acquire gil;
+            on_locked();
+          }
+          std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        });
+      },
+      py::arg("on_locked"), py::arg("seconds"),
+      "For tests (case C67): takes the out= overload cache's lock, calls on_locked(), holds the "
+      "lock `seconds` more without the GIL, then releases it.");
   m.def("after_fork_in_child", [] {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();

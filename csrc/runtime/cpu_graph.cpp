@@ -34,6 +34,13 @@ bool is_aten(const c10::OperatorHandle& op) {
   return op.operator_name().name.rfind("aten::", 0) == 0;
 }
 
+void wait_for(const at::Tensor& collective_result) {
+  static const auto wait = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("_c10d_functional::wait_tensor", "")
+                               .typed<at::Tensor(const at::Tensor&)>();
+  wait.call(collective_result);
+}
+
 void for_each_tensor(const c10::IValue& v, const std::function<void(const at::Tensor&)>& f) {
   map_tensors(v, [&](const at::Tensor& t) {
     if (t.defined()) f(t);
@@ -373,6 +380,7 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
         });
         step.copy_to.push_back(std::move(to));
       }
+      step.waits = is_async_collective(step.op);
       ++copied_;
     }
     steps_.push_back(std::move(step));
@@ -391,6 +399,7 @@ void CpuGraph::replay() {
       if (to.empty()) continue;  // an undefined return
       const auto& from = stack_[k];
       if (from.isTensor()) {
+        if (step.waits) wait_for(from.toTensor());
         if (to[0].defined()) copy_return(to[0], from.toTensor());
         continue;
       }
@@ -398,6 +407,7 @@ void CpuGraph::replay() {
       TORCH_CHECK(list.size() == to.size(), "CPU graph replay: ", step.op.operator_name(),
                   " returned ", list.size(), " tensors, ", to.size(), " at capture");
       for (std::size_t n = 0; n < to.size(); ++n) {
+        if (step.waits) wait_for(list[n]);
         if (to[n].defined()) copy_return(to[n], list[n]);
       }
     }

@@ -26,6 +26,9 @@ namespace graphdispatch {
 //   the op's bytes (case C58); otherwise it calls the op and copies its returns, lists of
 //   new tensors included (case C72), into the recorded ones (the part a zero stride does not
 //   repeat, case C62);
+//   An asynchronous functional collective's returns are waited for (`wait_tensor`) before the
+//   copy: the work is registered under the tensor the call returns, so the recorded wait,
+//   which names the copy, finds none (case C60);
 // - in-place and out= ops, ops with no returns (`_assert_async`, `_linalg_check_errors`: kept
 //   for their effect, case C59) and ops of other libraries (custom ops, collectives) are
 //   called as recorded;
@@ -82,6 +85,9 @@ class CpuGraph final : public DeviceGraph {
     /// Per return of a copied op, per tensor in it (one, or a list's): where its value is
     /// copied (undefined: not copied).
     std::vector<std::vector<at::Tensor>> copy_to;
+    /// An asynchronous collective (`_c10d_functional::all_reduce`, ...): its returns are read
+    /// only after `wait_tensor` on them, since its recorded wait names the copy (case C60).
+    bool waits = false;
   };
   /// A constant's bytes, put back before every replay.
   struct Restore final {

@@ -45,7 +45,10 @@ std::optional<std::string> NumberValues::on_capture(const std::vector<c10::IValu
   }
   if (!any_number) return std::nullopt;
   auto& seen = seen_[Signature::of(masked, is_static)];
-  if (seen.captures++ == 0) seen.first = inputs;
+  if (seen.captures++ == 0) {
+    // Numbers only: holding a tensor would keep a model's weights alive (case C34).
+    for (const auto& v : inputs) seen.first.push_back(is_number(v) ? v : c10::IValue());
+  }
   if (seen.captures < kNumberValuesWarnAt) return std::nullopt;
   std::string changing;
   for (std::size_t i = 0; i < inputs.size(); ++i) {

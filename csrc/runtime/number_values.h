@@ -39,7 +39,7 @@ class NumberValues final {
 
  private:
   struct Seen {
-    std::vector<c10::IValue> first;  // the inputs of the layout's first capture
+    std::vector<c10::IValue> first;  // the numbers of the layout's first capture, else None
     std::int64_t captures = 0;
   };
   std::unordered_map<Signature, Seen, Signature::Hasher> seen_;

@@ -145,6 +145,11 @@ at::Tensor snapshot(const at::Tensor& t) {
 
 }  // namespace
 
+bool is_async_collective(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name().name;
+  return name.rfind("_c10d_functional", 0) == 0 && name != "_c10d_functional::wait_tensor";
+}
+
 bool lifts_a_literal(const c10::OperatorHandle& op) {
   const auto& name = op.operator_name().name;
   return name == "aten::lift_fresh" || name == "aten::lift_fresh_copy";
@@ -204,7 +209,9 @@ void OpRecorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet below
   if (lifts_a_literal(op)) recorded.literal = literal_bytes(given[0].toTensor());
   op.redispatchBoxed(below, stack);
   const auto m = schema.returns().size();
-  recorded.held = held_elsewhere(stack->end() - static_cast<std::ptrdiff_t>(m), stack->end());
+  recorded.held = is_async_collective(op)
+                      ? std::vector<bool>(m, false)
+                      : held_elsewhere(stack->end() - static_cast<std::ptrdiff_t>(m), stack->end());
   const std::vector<c10::IValue> returned(stack->end() - static_cast<std::ptrdiff_t>(m),
                                           stack->end());
   recorded.out = replay_through(op, below, given, returned);

@@ -37,6 +37,11 @@ struct RecordedOp final {
 /// Python data (a literal).
 bool lifts_a_literal(const c10::OperatorHandle& op);
 
+/// True for a functional collective that returns before its work is done (every
+/// `_c10d_functional` op but `wait_tensor`): the work holds its returns until the wait (case
+/// C60), so they are new tensors, not held elsewhere.
+bool is_async_collective(const c10::OperatorHandle& op);
+
 /// True for ops that allocate without writing (`empty`, `empty_like`, ...): what the memory
 /// holds when read comes from outside the dispatcher, unless a recorded op writes it first.
 bool uninitialized(const c10::OperatorHandle& op);

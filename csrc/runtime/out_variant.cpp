@@ -142,4 +142,9 @@ c10::DispatchKeySet redispatch_keys(const c10::OperatorHandle& op, c10::Dispatch
 
 void reset_out_variants_after_fork() { cache = new Cache(); }
 
+void with_out_variants_locked(const std::function<void()>& held) {
+  std::lock_guard<std::mutex> lock(cache->mutex);
+  held();
+}
+
 }  // namespace graphdispatch

@@ -4,6 +4,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -46,5 +47,9 @@ c10::DispatchKeySet redispatch_keys(const c10::OperatorHandle& op, c10::Dispatch
 /// In a forked child (docs/usage.md "Fork"), forgets the overload cache without destroying or
 /// unlocking it (a parent thread may have held its lock at fork; case C67).
 void reset_out_variants_after_fork();
+
+/// Runs `held` on the calling thread with the overload cache's lock taken: how a test forks
+/// while another thread holds it (case C67).
+void with_out_variants_locked(const std::function<void()>& held);
 
 }  // namespace graphdispatch

@@ -129,15 +129,21 @@ _UNMARKED_RUNNING_STATS = (
 )
 
 
+# PyTorch's own namespaces, whose random ops carry torch.Tag.nondeterministic_seeded (`prim`
+# holds TorchScript's `prim::device` and the like; the c10d ones the collectives).
+_TAGGED_NAMESPACES = ("aten", "prim", "prims", "_c10d_functional", "_c10d_functional_autograd")
+
+
 @dataclasses.dataclass(frozen=True)
 class Effects:
     """What running the graph does besides computing its outputs.
 
     ``written``: positions of the inputs the graph writes to, or None when that cannot be
     worked out. ``random``: True when an op draws from a generator (``torch.Tag.
-    nondeterministic_seeded``: randn, dropout in training, bernoulli...), or when the ops could
-    not be worked out; the runtime saves and restores the generator around capture only then
-    (cases C29, C33).
+    nondeterministic_seeded``: randn, dropout in training, bernoulli...), when the graph calls a
+    custom op (only ATen's and prims' ops carry that tag: a custom kernel may call
+    ``randn_like``, case C63), or when the ops could not be worked out; the runtime saves and
+    restores the generator around capture only then (cases C29, C33).
     """
 
     written: list[int] | None
@@ -166,7 +172,11 @@ def graph_effects(gm: torch.fx.GraphModule) -> Effects:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             nonlocal random
             kwargs = kwargs or {}
-            random = random or torch.Tag.nondeterministic_seeded in func.tags
+            random = (
+                random
+                or torch.Tag.nondeterministic_seeded in func.tags
+                or func.namespace not in _TAGGED_NAMESPACES
+            )
             for k, arg in enumerate(func._schema.arguments):
                 value = args[k] if k < len(args) else kwargs.get(arg.name)
                 writes = arg.alias_info is not None and arg.alias_info.is_write

@@ -166,6 +166,76 @@ def test_c62_expanded_result_of_a_custom_op():
     replays_like_eager(fn, lambda: (torch.randn(4, 5),))
 
 
+@torch.library.custom_op("graphdispatch_cases::noisy", mutates_args=())
+def noisy(x: torch.Tensor) -> torch.Tensor:
+    return x + torch.randn_like(x)
+
+
+@noisy.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+# C63: a custom op's kernel may draw random numbers although no tag says so: a capture at call
+# time (here lazily, on every call's new shape) leaves the generator where eager leaves it.
+@pytest.mark.parametrize("warmup_iters", [0, 2])
+def test_c63_random_custom_op_keeps_eager_numbers(warmup_iters):
+    def fn(x):
+        return torch.ops.graphdispatch_cases.noisy(x) * 2
+
+    G = torch.compile(
+        fn,
+        backend="graphdispatch",
+        dynamic=False,  # one graph per size, each captured at its first call
+        options={**GRAPH_ONLY, "lazy_capture": True, "warmup_iters": warmup_iters},
+    )
+    sizes = (3, 5, 3, 5)
+    torch.manual_seed(0)
+    expected = [fn(torch.ones(n)) for n in sizes] + [torch.randn(2)]
+    torch.manual_seed(0)
+    got = [G(torch.ones(n)) for n in sizes] + [torch.randn(2)]
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
+    assert stats()["captures"] == 2 and stats()["replays"] == len(sizes), stats()
+
+
+SCALE = [2.0]
+
+
+def _scaled(x: torch.Tensor) -> torch.Tensor:
+    return x * SCALE[0]
+
+
+# C64: a custom op registered as CompositeImplicitAutograd decomposes before the CPU graph's
+# recorder sees it, so the Python state it reads is the capture's, as with torch.compile's own
+# AOT tracing (backend="aot_eager", the oracle) and any device graph. The emulated graph reruns
+# the FX graph, so it reads the state afresh, as eager does.
+@pytest.fixture(scope="module")
+def composite_scaled():
+    lib = torch.library.Library("graphdispatch_c64", "DEF")
+    lib.define("scaled(Tensor x) -> Tensor")
+    lib.impl("scaled", _scaled, "CompositeImplicitAutograd")
+    yield torch.ops.graphdispatch_c64.scaled
+    lib._destroy()
+
+
+def test_c64_composite_custom_op_reads_python_state_at_capture(composite_scaled):
+    def fn(x):
+        return composite_scaled(x) + 1
+
+    G = compiled(fn)
+    on_cpu_graph = GRAPH_ONLY["device_graph"] == "cpu"
+    oracle = torch.compile(fn, backend="aot_eager") if on_cpu_graph else fn
+    try:
+        for scale in (2.0, 3.0, 4.0):
+            SCALE[0] = scale
+            x = torch.randn(4)
+            torch.testing.assert_close(G(x), oracle(x), rtol=0, atol=0)
+    finally:
+        SCALE[0] = 2.0
+    replays_every_call(3)
+
+
 # C65: with safe_output_mode=False an output that is a graph constant is put back every call,
 # so a caller's in-place write does not persist into the next call.
 def test_c65_unsafe_constant_output_is_put_back():
@@ -532,3 +602,111 @@ def test_c70_graph_with_compile_keys_its_numbers_too(options):
         torch.testing.assert_close(G(x, scale), fn(x, scale))  # Inductor fuses: not bit-exact
     assert stats()["routes"] == {"graph_with_compile": 1}, stats()
     assert stats()["captures"] == 2 and stats()["replays"] == 3, stats()
+
+
+# C69 in the field: AuraFlow indexes its position embedding by patch position, CogView4 and
+# Z-Image their RoPE tables; every graph of each captures once and replays every call.
+def tiny_auraflow():
+    from diffusers import AuraFlowTransformer2DModel
+
+    model = AuraFlowTransformer2DModel(
+        sample_size=8,
+        in_channels=4,
+        num_mmdit_layers=1,
+        num_single_dit_layers=1,
+        attention_head_dim=8,
+        num_attention_heads=2,
+        joint_attention_dim=16,
+        caption_projection_dim=16,
+        out_channels=4,
+        pos_embed_max_size=64,
+    )
+
+    def inputs(g):
+        return dict(
+            hidden_states=torch.randn(1, 4, 8, 8, generator=g),
+            encoder_hidden_states=torch.randn(1, 5, 16, generator=g),
+            timestep=torch.rand(1, generator=g),
+            return_dict=False,
+        )
+
+    return model, inputs
+
+
+def tiny_cogview4():
+    from diffusers import CogView4Transformer2DModel
+
+    model = CogView4Transformer2DModel(
+        in_channels=4,
+        out_channels=4,
+        num_layers=1,
+        attention_head_dim=4,
+        num_attention_heads=4,
+        text_embed_dim=8,
+        time_embed_dim=8,
+        condition_dim=4,
+        pos_embed_max_size=16,
+        sample_size=8,
+        rope_axes_dim=(2, 2),
+    )
+
+    def inputs(g):
+        size = torch.tensor([[64.0, 64.0]])
+        return dict(
+            hidden_states=torch.randn(1, 4, 8, 8, generator=g),
+            encoder_hidden_states=torch.randn(1, 6, 8, generator=g),
+            timestep=torch.rand(1, generator=g) * 1000,
+            original_size=size,
+            target_size=size,
+            crop_coords=torch.zeros(1, 2),
+            return_dict=False,
+        )
+
+    return model, inputs
+
+
+def tiny_z_image():
+    from diffusers import ZImageTransformer2DModel
+
+    model = ZImageTransformer2DModel(
+        in_channels=4,
+        dim=32,
+        n_layers=1,
+        n_refiner_layers=1,
+        n_heads=2,
+        n_kv_heads=2,
+        cap_feat_dim=16,
+        axes_dims=[8, 4, 4],
+        axes_lens=[64, 32, 32],
+    )
+
+    def inputs(g):
+        return dict(
+            x=[torch.randn(4, 1, 8, 8, generator=g)],
+            t=torch.rand(1, generator=g),
+            cap_feats=[torch.randn(6, 16, generator=g)],
+            return_dict=False,
+        )
+
+    return model, inputs
+
+
+@pytest.mark.parametrize(
+    "make", [tiny_auraflow, tiny_cogview4, tiny_z_image], ids=["auraflow", "cogview4", "z_image"]
+)
+def test_c69_families_indexing_by_position_replay_every_call(make):
+    torch.manual_seed(0)
+    model, inputs = make()
+    model.eval()
+    G = compiled(model)
+    with torch.no_grad():
+        for k in range(3):
+            before = stats()
+            got = G(**inputs(torch.Generator().manual_seed(k)))[0]
+            expected = model(**inputs(torch.Generator().manual_seed(k)))[0]
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    s = stats()
+    # Every call of every graph replayed (a miss captures, then replays), none since the
+    # second call captured (Z-Image's graph breaks and one recompile make several graphs).
+    assert s["replays"] == s["cache_hits"] + s["cache_misses"] and not s["fallbacks"], s
+    assert s["captures"] == before["captures"] and s["replays"] > before["replays"], s

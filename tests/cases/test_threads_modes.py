@@ -1,10 +1,17 @@
 """C14-C16: concurrent first calls, grad and inference modes, and a model that changes after
 capture."""
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 
+import pytest
 import torch
 from cases_helpers import compiled, fallbacks, runner, stats
+from fork_child import FORK_HELPER
 
 # ---- C14: concurrent first calls -----------------------------------------------------------------
 
@@ -203,3 +210,49 @@ def test_a_compiled_function_called_inside_another_ones_capture_runs_without_dea
     assert proc.returncode == 0, proc.stderr[-3000:]
     replays, fallbacks = proc.stdout.split(maxsplit=1)
     assert int(replays) >= 3 and fallbacks.strip() == "{}"
+
+
+C67_SCRIPT = FORK_HELPER + textwrap.dedent("""
+    import threading
+    import torch, graphdispatch
+    from graphdispatch import _C
+
+    def f(x):
+        return torch.tanh(x @ x.t()) + 1
+
+    G = torch.compile(f, backend="graphdispatch",
+                      options={"graph_only": True, "device_graph": "cpu"})
+    x = torch.ones(3, 3)
+    G(x)  # Dynamo traces in the parent; the child only captures (a forked child starts empty)
+
+    locked = threading.Event()
+    holder = threading.Thread(target=_C.with_out_variants_locked, args=(locked.set, 3.0))
+    holder.start()
+    locked.wait()
+
+    def first_call():
+        y = G(x)
+        s = graphdispatch.stats()
+        return {"value": y.tolist(), "captures": s["captures"], "fallbacks": s["fallbacks"]}
+
+    report = {"expected": f(x).tolist(), "child": in_child(first_call, 15)}
+    holder.join()
+    print(json.dumps(report), flush=True)
+""")
+
+
+# C67: a child forked while a parent thread holds the CPU graph's out= overload cache captures
+# (the fork hook gives the child a cache of its own).
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_c67_child_forked_while_a_thread_holds_the_out_variant_cache_captures(graph_kind):
+    if graph_kind != "cpu":
+        pytest.skip("the out= overload cache is the CPU graph's")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHDISPATCH_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", C67_SCRIPT], capture_output=True, text=True, timeout=150, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    child = report["child"]
+    assert child["ok"], child["error"]
+    assert child["value"] == {"value": report["expected"], "captures": 1, "fallbacks": {}}

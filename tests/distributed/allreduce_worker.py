@@ -1,8 +1,9 @@
 """One rank of case C26, started by torchrun: a compiled forward with a functional all_reduce,
-on the graph route (emulated graph, gloo), beside the same module run eagerly.
+on the graph route (the graph kind given, gloo), beside the same module run eagerly.
 
-Writes ``<out>/rank<r>.json``: the per-call max |compiled - eager|, the cache-key order of the
-captures (shapes in call order) and graphdispatch.stats().
+Arguments: the report folder and the graph kind. Writes ``<out>/rank<r>.json``: the per-call max
+|compiled - eager|, the cache-key order of the captures (shapes in call order) and
+graphdispatch.stats().
 """
 
 import json
@@ -28,7 +29,7 @@ class ReduceMLP(torch.nn.Module):
         return funcol.all_reduce(partial, "sum", dist.group.WORLD) + x
 
 
-def main(out_dir: str) -> None:
+def main(out_dir: str, device_graph: str) -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(rank)  # different weights per rank: the reduction must really happen
@@ -38,7 +39,7 @@ def main(out_dir: str) -> None:
         model,
         backend="graphdispatch",
         dynamic=False,
-        options={"graph_only": True, "device_graph": "emulated"},
+        options={"graph_only": True, "device_graph": device_graph},
     )
     diffs, shapes = [], []
     generator = torch.Generator().manual_seed(100 + rank)
@@ -57,7 +58,7 @@ def main(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])
     # The report is written: skip the interpreter's teardown, where a gloo rank has aborted
     # ("terminate called without an active exception", SIGABRT) in about one full-suite run in
     # five on a loaded 2-core machine, never when the test ran alone.

@@ -1,9 +1,9 @@
 """One rank of case C51, started by torchrun: diffusers' context parallelism (Ulysses, 2 ranks,
-gloo) on a tiny Flux transformer, compiled with graphdispatch on the graph route (emulated
-graph), beside the same parallel model run eagerly.
+gloo) on a tiny Flux transformer, compiled with graphdispatch on the graph route (the graph
+kind given), beside the same parallel model run eagerly.
 
-Writes ``<out>/rank<r>.json``: whether each call's output equals eager context parallelism
-bit for bit, and graphdispatch.stats().
+Arguments: the report folder and the graph kind. Writes ``<out>/rank<r>.json``: whether each
+call's output equals eager context parallelism bit for bit, and graphdispatch.stats().
 """
 
 import json
@@ -17,7 +17,7 @@ import graphdispatch
 from graphdispatch.tiny_pipelines import tiny_flux_inputs, tiny_flux_transformer
 
 
-def main(out_dir: str) -> None:
+def main(out_dir: str, device_graph: str) -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     # diffusers places each rank on device `rank % torch.accelerator.device_count()`, which
@@ -36,7 +36,7 @@ def main(out_dir: str) -> None:
             model,
             backend="graphdispatch",
             dynamic=False,
-            options={"graph_only": True, "device_graph": "emulated"},
+            options={"graph_only": True, "device_graph": device_graph},
         )
         equal = [torch.equal(compiled(**kwargs)[0], want) for kwargs, want in zip(calls, expected)]
     with open(f"{out_dir}/rank{rank}.json", "w") as f:
@@ -45,7 +45,7 @@ def main(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])
     # The report is written: skip the interpreter's teardown, where a gloo rank has aborted
     # ("terminate called without an active exception", SIGABRT) in about one full-suite run in
     # five on a loaded 2-core machine, never when the test ran alone.

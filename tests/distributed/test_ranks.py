@@ -1,5 +1,6 @@
-"""C26: two ranks under torchrun (gloo) compile a forward holding a functional all_reduce; both
-capture the same signatures in the same order, replay, and match eager."""
+"""C26, C51, C60: two ranks under torchrun (gloo) compile a forward holding functional
+collectives; both capture the same signatures in the same order, replay, and match eager, on
+the emulated graph and on the CPU graph."""
 
 import json
 import os
@@ -16,9 +17,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def run_two_ranks(worker: str, tmp_path: Path) -> None:
-    """Runs ``worker`` (a file beside this one) on two ranks under torchrun; each writes its
-    report to ``tmp_path / f"rank{r}.json"``."""
+def run_two_ranks(worker: str, tmp_path: Path, kind: str) -> None:
+    """Runs ``worker`` (a file beside this one) on two ranks under torchrun, capturing into
+    ``kind`` graphs; each writes its report to ``tmp_path / f"rank{r}.json"``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [
@@ -30,6 +31,7 @@ def run_two_ranks(worker: str, tmp_path: Path) -> None:
             "2",
             str(Path(__file__).with_name(worker)),
             str(tmp_path),
+            kind,
         ],
         env=env,
         capture_output=True,
@@ -39,8 +41,14 @@ def run_two_ranks(worker: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def test_c26_two_ranks_capture_in_lockstep_and_replay(tmp_path):
-    run_two_ranks("allreduce_worker.py", tmp_path)
+# Both graph kinds a CPU has. On the CPU graph a functional collective's result is read only
+# after its wait (case C60): the work is registered under the tensor the replayed call returns.
+KINDS = pytest.mark.parametrize("kind", ["emulated", "cpu"])
+
+
+@KINDS
+def test_c26_two_ranks_capture_in_lockstep_and_replay(tmp_path, kind):
+    run_two_ranks("allreduce_worker.py", tmp_path, kind)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     for report in ranks:
         assert max(report["diffs"]) <= 1e-5, report
@@ -54,11 +62,12 @@ def test_c26_two_ranks_capture_in_lockstep_and_replay(tmp_path):
     assert ranks[0]["stats"] == ranks[1]["stats"]
 
 
-def test_c51_context_parallel_flux_captures_once_per_rank_and_replays(tmp_path):
+@KINDS
+def test_c51_context_parallel_flux_captures_once_per_rank_and_replays(tmp_path, kind):
     # diffusers' enable_parallelism(ContextParallelConfig(ulysses_degree=2)): the all-to-alls
     # of Ulysses attention run inside the captured graph on every replay.
     pytest.importorskip("diffusers")
-    run_two_ranks("context_parallel_worker.py", tmp_path)
+    run_two_ranks("context_parallel_worker.py", tmp_path, kind)
     for rank in (0, 1):
         report = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert report["equal"] == [True] * 4, report  # bit-exact to eager context parallelism
