@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "git_oracle.h"
 #include "repo_fixture.h"
@@ -18,6 +22,32 @@ json find_report(const TempRepo& repo, const std::string& commit) {
                                           "release-*", "--report", "--format", "json"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   return json::parse(run.out);
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// git's pipeline: the commits of `revs` whose `git show` has `commit`'s
+/// `git patch-id --stable`.
+std::set<std::string> git_patch_id_matches(const TempRepo& repo, const std::string& commit,
+                                           const std::string& revs) {
+  const std::string cd = "cd " + shell_quote(repo.dir()) + " && ";
+  const std::string id =
+      run_command(cd + "git show " + commit + " | git patch-id --stable").out.substr(0, 40);
+  const CommandResult all =
+      run_command(cd + "git log -p --format='commit %H' " + revs + " | git patch-id --stable");
+  std::set<std::string> matches;
+  for (const std::string& line : lines_of(all.out))
+    if (line.substr(0, 40) == id) matches.insert(line.substr(41, 40));
+  return matches;
 }
 
 const json& branch_named(const json& found, const std::string& name) {
@@ -57,6 +87,89 @@ TEST(CasesP25toP33, P25ABranchThatContainsTheCommitHasNoPortToCompare) {
   // One port: a pair report of the commit against it, not a matrix with release-2.
   EXPECT_FALSE(found["report"].contains("targets")) << found["report"].dump();
   EXPECT_EQ(found["report"]["target"]["head"], port) << found["report"].dump();
+}
+
+// P26: in a shallow clone `find` searches the history that is there, the port
+// git's own patch-id pipeline finds there included, and says where each branch's
+// history ends (exit 3: the search was cut short).
+TEST(CasesP25toP33, P26FindInAShallowCloneSearchesWhatIsThere) {
+  TempRepo origin;
+  origin.apply({{"f.py", "a\n"}});
+  origin.commit("base");
+  origin.git("branch release-1");
+  origin.git("branch release-2");
+  for (int i = 1; i <= 3; ++i) {
+    origin.apply({{"m" + std::to_string(i), "m\n"}});
+    origin.commit("main " + std::to_string(i));
+  }
+  origin.apply({{"f.py", "a\nfix\n"}});
+  const std::string fix = origin.commit("fix");
+  origin.git("checkout -q release-1");
+  origin.apply({{"r1", "r\n"}});
+  origin.commit("release-1 moves on");
+  origin.git("cherry-pick " + fix);  // no -x: found by its patch-id
+  origin.git("checkout -q release-2");
+  for (int i = 1; i <= 4; ++i) {
+    origin.apply({{"r2", std::to_string(i) + "\n"}});
+    origin.commit("release-2 " + std::to_string(i));
+  }
+  TempRepo clone;
+  std::filesystem::remove_all(clone.dir());
+  const CommandResult cloned = run_command("git clone -q --depth 2 --no-single-branch file://" +
+                                           origin.dir() + " " + shell_quote(clone.dir()));
+  ASSERT_EQ(cloned.exit_code, 0) << cloned.err;
+  ASSERT_EQ(clone.git("rev-parse --is-shallow-repository"), "true\n");
+
+  // git's answers: the port its pipeline finds within the clone, and where each
+  // branch's history ends (the commits of .git/shallow that the branch reaches).
+  const std::set<std::string> git_ports =
+      git_patch_id_matches(clone, fix, "origin/release-1 origin/release-2 ^" + fix);
+  ASSERT_EQ(git_ports.size(), 1U);
+  const std::vector<std::string> shallow =
+      lines_of(run_command("cd " + shell_quote(clone.dir()) +
+                           " && cat \"$(git rev-parse --git-path shallow)\"")
+                   .out);
+  const auto ends_of = [&](const std::string& branch) {
+    const std::vector<std::string> reached = lines_of(clone.git("rev-list " + branch));
+    json ends = json::array();
+    for (const std::string& end : shallow)
+      if (std::find(reached.begin(), reached.end(), end) != reached.end()) ends.push_back(end);
+    return ends;
+  };
+
+  const CommandResult run = run_portdiff({"--repo", clone.dir(), "find", fix, "--branches",
+                                          "origin/release-*", "--report", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 3) << run.err;
+  const json found = json::parse(run.out);
+  EXPECT_EQ(found["complete"], false);
+  const json& release_1 = branch_named(found, "origin/release-1");
+  ASSERT_EQ(release_1["ports"].size(), 1U) << found.dump();
+  EXPECT_EQ(release_1["ports"][0]["commit"], *git_ports.begin());
+  EXPECT_EQ(release_1["history_ends"], ends_of("origin/release-1"));
+  EXPECT_EQ(branch_named(found, "origin/release-2")["ports"], json::array());
+  EXPECT_EQ(branch_named(found, "origin/release-2")["history_ends"], ends_of("origin/release-2"));
+  EXPECT_EQ(branch_named(found, "origin/release-2")["history_ends"].size(), 1U);
+  EXPECT_EQ(found["report"]["target"]["head"], *git_ports.begin());
+  EXPECT_EQ(found["report"]["totals"]["identical"], 1);
+
+  const CommandResult text = run_portdiff(
+      {"--repo", clone.dir(), "find", fix, "--branches", "origin/release-*", "--format", "text"});
+  EXPECT_EQ(text.exit_code, 3) << text.err;
+  EXPECT_TRUE(contains(text.out, "shallow clone: the search ends at 2 boundary commits"))
+      << text.out;
+  const std::string release_2_end =
+      branch_named(found, "origin/release-2")["history_ends"][0].get<std::string>();
+  EXPECT_TRUE(contains(text.out, "origin/release-2  no port\norigin/release-2  history ends at " +
+                                     release_2_end.substr(0, 12) +
+                                     " (shallow clone)  older commits not searched"))
+      << text.out;
+
+  // A commit whose parent lies past the boundary has no patch to search for.
+  const std::string main_end = ends_of(fix)[0].get<std::string>();
+  const CommandResult at_end =
+      run_portdiff({"--repo", clone.dir(), "find", main_end, "--branches", "origin/release-*"});
+  EXPECT_EQ(at_end.exit_code, 2);
+  EXPECT_TRUE(contains(at_end.err, "shallow boundary")) << at_end.err;
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "diff/collect.h"
 #include "diff/side_diff.h"
 #include "error.h"
+#include "ranges/ancestry.h"
 
 namespace portdiff {
 namespace {
@@ -278,7 +279,7 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   FindResult found;
   git_object* object_raw = nullptr;
   check(git_revparse_single(&object_raw, repo, options.find_commit.c_str()),
-        "unknown revision in COMMIT '" + options.find_commit + "'");
+        "unknown revision in COMMIT '" + options.find_commit + "'" + shallow_hint(repo));
   ObjectPtr object(object_raw);
   git_object* peeled_raw = nullptr;
   check(git_object_peel(&peeled_raw, object.get(), GIT_OBJECT_COMMIT),
@@ -290,6 +291,16 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   if (found.parents == 0)
     throw Error("COMMIT '" + options.find_commit +
                 "' is a root commit: it has no parent to take its patch against");
+  const std::vector<git_oid> boundary = shallow_boundary(repo);
+  const auto at_boundary = [&](const git_oid& id) {
+    return std::any_of(boundary.begin(), boundary.end(),
+                       [&](const git_oid& end) { return git_oid_equal(&end, &id) != 0; });
+  };
+  if (at_boundary(found.commit))
+    throw Error("COMMIT '" + options.find_commit +
+                "' is at the shallow boundary: its parent, which its patch is taken "
+                "against, is not in this clone" +
+                shallow_hint(repo));
   const char* summary = git_commit_summary(commit.get());
   found.subject = summary == nullptr ? "" : summary;
   const std::string subject = bare_subject(found.subject);
@@ -310,25 +321,39 @@ FindResult find_ports(git_repository* repo, const Options& options) {
 
   // One walk over the union of the branches visits every commit once, however
   // many branches share it.
-  git_revwalk* walk_raw = nullptr;
-  check(git_revwalk_new(&walk_raw, repo), "walking the branches");
-  RevwalkPtr walk(walk_raw);
-  check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
-        "walking the branches");
-  for (const Branch& branch : branches)
-    check(git_revwalk_push(walk.get(), &branch.tip), "walking " + branch.name);
-  check(git_revwalk_hide(walk.get(), &found.commit), "walking the branches");
   std::vector<git_oid> candidates;
-  git_oid id;
-  int status;
-  while ((status = git_revwalk_next(&id, walk.get())) == 0) candidates.push_back(id);
-  if (status != GIT_ITEROVER) check(status, "walking the branches");
+  if (!boundary.empty()) {
+    // libgit2's revwalk fails at a shallow boundary: walk what is there (P26).
+    std::vector<git_oid> tips;
+    for (const Branch& branch : branches) tips.push_back(branch.tip);
+    candidates = walk_within(repo, tips, found.commit, boundary);
+  } else {
+    git_revwalk* walk_raw = nullptr;
+    check(git_revwalk_new(&walk_raw, repo), "walking the branches");
+    RevwalkPtr walk(walk_raw);
+    check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
+          "walking the branches");
+    for (const Branch& branch : branches)
+      check(git_revwalk_push(walk.get(), &branch.tip), "walking " + branch.name);
+    check(git_revwalk_hide(walk.get(), &found.commit), "walking the branches");
+    git_oid id;
+    int status;
+    while ((status = git_revwalk_next(&id, walk.get())) == 0) candidates.push_back(id);
+    if (status != GIT_ITEROVER) check(status, "walking the branches");
+  }
 
   std::vector<std::pair<Port, std::size_t>> ports;  // and where walked; newest first
+  std::vector<std::size_t> ends;                    // where walked: the boundary commits
   Reach reach(candidates, branches);
   Progress progress(candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     progress.tick(i + 1);
+    if (at_boundary(candidates[i])) {
+      // Its parents are not here: nothing flows on, and its patch cannot be taken.
+      ends.push_back(i);
+      found.history_ends.push_back(candidates[i]);
+      continue;
+    }
     CommitPtr candidate = lookup_commit(repo, candidates[i]);
     reach.flow(i, candidate.get(), found.commit);
     if (git_commit_parentcount(candidate.get()) != 1) continue;
@@ -361,6 +386,8 @@ FindResult find_ports(git_repository* repo, const Options& options) {
     entry.branch = branches[b].name;
     entry.contains_commit =
         git_oid_equal(&branches[b].tip, &found.commit) != 0 || reach.reaches_target(b);
+    for (std::size_t end : ends)
+      if (reach.reaches(end, b)) entry.history_ends.push_back(candidates[end]);
   }
   // Each port goes to the first branch (version order) that contains it; the
   // later ones inherited it. A branch that contains COMMIT needs no port: only

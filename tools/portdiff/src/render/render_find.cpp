@@ -50,7 +50,20 @@ std::vector<ListingLine> branch_lines(const BranchPorts& branch, bool full_ids) 
   for (const InheritedPort& port : branch.inherited)
     lines.push_back({id(port.commit), true, "inherited (listed on " + port.from + ")"});
   if (lines.empty()) lines.push_back({"no port", false, ""});
+  for (const git_oid& end : branch.history_ends)
+    lines.push_back(
+        {"history ends at " + id(end) + " (shallow clone)", false, "older commits not searched"});
   return lines;
+}
+
+/// What a shallow clone left unsearched (case P26); empty when nothing was cut.
+std::string shallow_note(const FindResult& found) {
+  if (!found.cut()) return "";
+  const std::size_t n = found.history_ends.size();
+  return "shallow clone: the search ends at " + std::to_string(n) + " boundary commit" +
+         (n == 1 ? "" : "s") +
+         "; the commits before them, and the boundary commits' own patches, were not "
+         "searched (deepen with git fetch --deepen=N or --unshallow)";
 }
 
 std::string merge_note(const FindResult& found) {
@@ -64,6 +77,7 @@ std::string markdown_listing(const FindResult& found) {
   out << "# Ports of `" << to_hex(found.commit) << "`\n\n";
   out << md_text(found.subject) << " — patch-id `" << to_hex(found.patch_id) << "`\n\n";
   if (!merge_note(found).empty()) out << md_text(merge_note(found)) << ".\n\n";
+  if (found.cut()) out << "**" << md_text(shallow_note(found)) << ".**\n\n";
   out << "| branch | port | found by |\n|---|---|---|\n";
   for (const BranchPorts& branch : found.branches)
     for (const ListingLine& line : branch_lines(branch, true))
@@ -78,6 +92,7 @@ std::string text_listing(const FindResult& found) {
   out << "commit    " << to_hex(found.commit) << "  " << quote(found.subject) << "\n";
   if (!merge_note(found).empty()) out << "          " << merge_note(found) << "\n";
   out << "patch-id  " << to_hex(found.patch_id) << "\n";
+  if (found.cut()) out << "          " << shallow_note(found) << "\n";
   std::size_t width = 6;
   for (const BranchPorts& branch : found.branches)
     width = std::max(width, quote(branch.branch).size());
@@ -88,6 +103,12 @@ std::string text_listing(const FindResult& found) {
       out << padded << line.what << (line.how.empty() ? "" : "  " + line.how) << "\n";
   }
   return out.str();
+}
+
+json hex_list(const std::vector<git_oid>& ids) {
+  json list = json::array();
+  for (const git_oid& id : ids) list.push_back(to_hex(id));
+  return list;
 }
 
 std::string json_document(const FindReport& report, const Options& options) {
@@ -113,6 +134,7 @@ std::string json_document(const FindReport& report, const Options& options) {
     entry["contains_commit"] = branch.contains_commit;
     entry["ports"] = std::move(ports);
     entry["inherited"] = std::move(inherited);
+    entry["history_ends"] = hex_list(branch.history_ends);
     branches.push_back(std::move(entry));
   }
   json document = json::object();
@@ -122,6 +144,8 @@ std::string json_document(const FindReport& report, const Options& options) {
   document["parents"] = found.parents;
   document["patch_id"] = to_hex(found.patch_id);
   document["branches"] = std::move(branches);
+  document["complete"] = !found.cut();
+  document["history_ends"] = hex_list(found.history_ends);
   if (report.reports.size() == 1) {
     document["report"] = report_json(report.reports.front(), options);
   } else if (!report.reports.empty()) {
