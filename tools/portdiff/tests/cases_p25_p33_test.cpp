@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -49,6 +50,25 @@ std::set<std::string> git_patch_id_matches(const TempRepo& repo, const std::stri
     if (line.substr(0, 40) == id) matches.insert(line.substr(41, 40));
   return matches;
 }
+
+json report_json(const TempRepo& repo, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--repo", repo.dir()});
+  args.insert(args.end(), {"--format", "json"});
+  const CommandResult run = run_portdiff(args);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return json::parse(run.out);
+}
+
+const json& row_of(const json& report, const std::string& path) {
+  for (const json& row : report["files"])
+    if (row["path"] == path) return row;
+  static const json none;
+  ADD_FAILURE() << "no row " << path;
+  return none;
+}
+
+/// The head of a range `BASE..HEAD`.
+std::string head_of(const std::string& range) { return range.substr(range.find("..") + 2); }
 
 const json& branch_named(const json& found, const std::string& name) {
   for (const json& branch : found["branches"])
@@ -170,6 +190,55 @@ TEST(CasesP25toP33, P26FindInAShallowCloneSearchesWhatIsThere) {
       run_portdiff({"--repo", clone.dir(), "find", main_end, "--branches", "origin/release-*"});
   EXPECT_EQ(at_end.exit_code, 2);
   EXPECT_TRUE(contains(at_end.err, "shallow boundary")) << at_end.err;
+}
+
+// P27: two moved files of the same name and similar changes pair with the partner
+// whose path agrees most — the pairing git's rename detection makes between the
+// two heads — not with the one whose changed lines happen to be closer.
+TEST(CasesP25toP33, P27AMovedFilePairsWithThePartnerWhosePathAgreesMost) {
+  TempRepo repo;
+  const auto body = [](const std::string& name) {
+    std::string text = "namespace: ns\nname: " + name + "\n";
+    for (int i = 0; i < 10; ++i) text += name + " line " + std::to_string(i) + "\n";
+    return text;
+  };
+  const std::string col = body("col"), failure = body("failure");
+  const std::string l1 = "deps: x\n", l2 = "tags: y\n";
+  // The source's col change has exactly the target's failure lines; the right
+  // partners share two lines of three.
+  const Ports ports =
+      make_ports(repo, {{"a/ns/col/galaxy.yml", col}, {"a/ns/failure/galaxy.yml", failure}},
+                 {{"a/ns/col/galaxy.yml", col + l1 + l2 + "license: z\n"},
+                  {"a/ns/failure/galaxy.yml", failure + l1 + l2 + "readme: m\n"}},
+                 {{"a/ns/col/galaxy.yml", std::nullopt},
+                  {"a/ns/failure/galaxy.yml", std::nullopt},
+                  {"b/ns/col/galaxy.yml", col},
+                  {"b/ns/failure/galaxy.yml", failure}},
+                 {{"b/ns/col/galaxy.yml", col + l1 + l2 + "license: z2\n"},
+                  {"b/ns/failure/galaxy.yml", failure + l1 + l2 + "license: z\n"}});
+  // git's answer: its rename detection between the two heads pairs each moved file.
+  std::map<std::string, std::string> git_partner;  // target path -> source path
+  for (const std::string& line : lines_of(repo.git(
+           "diff -M --name-status " + head_of(ports.source) + " " + head_of(ports.target)))) {
+    if (line[0] != 'R') continue;
+    const std::size_t first = line.find('\t'), second = line.find('\t', first + 1);
+    git_partner[line.substr(second + 1)] = line.substr(first + 1, second - first - 1);
+  }
+  ASSERT_EQ(git_partner.size(), 2U);
+  const auto source = oracle_patch(repo, ports.source, false);
+  const auto target = oracle_patch(repo, ports.target, false);
+
+  const json report = report_json(repo, {ports.source, ports.target});
+  EXPECT_EQ(report["totals"]["files"], 2) << report.dump();
+  for (const auto& [target_path, source_path] : git_partner) {
+    const json& row = row_of(report, target_path);
+    EXPECT_EQ(row["pairing"], "content") << target_path;
+    EXPECT_EQ(row["source_path"], source_path) << target_path;
+    EXPECT_EQ(row["source"]["added"], source.at(source_path).added.size());
+    EXPECT_EQ(row["target"]["added"], target.at(target_path).added.size());
+    EXPECT_EQ(row["size"]["common"], 2) << row.dump();
+    EXPECT_EQ(row["final_equal"], false);
+  }
 }
 
 }  // namespace
