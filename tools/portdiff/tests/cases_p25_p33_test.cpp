@@ -241,5 +241,96 @@ TEST(CasesP25toP33, P27AMovedFilePairsWithThePartnerWhosePathAgreesMost) {
   }
 }
 
+// P28: a commit whose `git show` detects a rename has the `git patch-id --stable`
+// of that `git show`, so a clean cherry-pick of it is found by its patch-id.
+TEST(CasesP25toP33, P28PatchIdsAgreeWithGitShowForRenames) {
+  TempRepo repo;
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "line " + std::to_string(i) + "\n";
+  // git's similarity score is hashed too: chunks of a line or of 64 bytes, CR
+  // before LF skipped; files of each kind, renamed with edits of several sizes.
+  std::string crlf, wide;
+  for (int i = 0; i < 12; ++i) crlf += "crlf " + std::to_string(i) + "\r\n";
+  for (int i = 0; i < 6; ++i) wide += std::string(150 + i, static_cast<char>('a' + i)) + "\n";
+  repo.apply({{"old.py", text},
+              {"moved.py", text + "tail\n"},
+              {"other.py", "x\n"},
+              {"crlf.txt", crlf},
+              {"wide.txt", wide}});
+  repo.commit("base");
+  repo.git("branch release-1");
+  const auto git_patch_id = [&](const std::string& commit) {
+    return run_command("cd " + shell_quote(repo.dir()) + " && git show " + commit +
+                       " | git patch-id --stable")
+        .out.substr(0, 40);
+  };
+  // A rename with an edit, a pure rename and an edit in one commit; and a rename alone.
+  repo.apply({{"old.py", std::nullopt},
+              {"new.py", text + "added\n"},
+              {"moved.py", std::nullopt},
+              {"pkg/moved.py", text + "tail\n"},
+              {"other.py", "x\ny\n"},
+              {"crlf.txt", std::nullopt},
+              {"crlf2.txt", crlf.substr(0, 60) + "new\r\n" + crlf.substr(60)},
+              {"wide.txt", std::nullopt},
+              {"wide2.txt", wide.substr(0, 400) + "x" + wide.substr(400)}});
+  const std::string fix = repo.commit("rename and edit");
+  repo.apply({{"new.py", std::nullopt}, {"newer.py", text + "added\n"}});
+  const std::string rename = repo.commit("rename only");
+  for (const char* rename_from : {"old.py", "crlf.txt", "wide.txt", "moved.py"})
+    ASSERT_TRUE(contains(repo.git("show " + fix), std::string("rename from ") + rename_from));
+  ASSERT_TRUE(contains(repo.git("show " + rename), "similarity index 100%"));
+  repo.git("checkout -q release-1");
+  repo.apply({{"release.txt", "1\n"}});
+  repo.commit("release-1 moves on");
+  repo.git("cherry-pick " + fix + " " + rename);  // no -x: only the patch-id can tell
+  const std::string port_of_fix = repo.git("rev-parse HEAD~1").substr(0, 40);
+  const std::string port_of_rename = repo.git("rev-parse HEAD").substr(0, 40);
+
+  for (const auto& [commit, port] : {std::pair{fix, port_of_fix}, {rename, port_of_rename}}) {
+    ASSERT_EQ(git_patch_id(commit), git_patch_id(port));  // git's answer: the same patch-id
+    const CommandResult run = run_portdiff(
+        {"--repo", repo.dir(), "find", commit, "--branches", "release-*", "--format", "json"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const json found = json::parse(run.out);
+    EXPECT_EQ(found["patch_id"], git_patch_id(commit)) << repo.git("show " + commit);
+    const json& ports = branch_named(found, "release-1")["ports"];
+    ASSERT_EQ(ports.size(), 1U) << found.dump();
+    EXPECT_EQ(ports[0]["commit"], port);
+    EXPECT_TRUE(contains(ports[0]["found_by"].dump(), "\"patch-id\"")) << found.dump();
+  }
+}
+
+// P28, every kind of change: the patch-id `find` prints is git's for each commit.
+TEST(CasesP25toP33, P28PatchIdsAgreeWithGitForEveryKindOfChange) {
+  TempRepo repo;
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += "def f" + std::to_string(i) + "():\n    return 1\n\n";
+  repo.apply({{"a.py", text}, {"bin.dat", std::string("\0\1\2", 3)}, {"tail", "x"}});
+  std::vector<std::string> commits = {repo.commit("base")};
+  const std::vector<Edit> edits = {
+      {{"bin.dat", std::string("\0\1\3", 3)}},                               // binary
+      {{"empty", ""}},                                                       // a new empty file
+      {{"tail", "x\ny"}},                                                    // no final newline
+      {{"a.py", "def g():\n    pass\n\n" + text + "def h():\n    pass\n"}},  // hunks
+      {{"a.py", std::nullopt}, {"b.py", text}, {"empty", std::nullopt}, {"c", "c\n"}},
+  };
+  for (const Edit& edit : edits) {
+    repo.apply(edit);
+    commits.push_back(repo.commit("change"));
+  }
+  repo.set_executable("c", true);
+  commits.push_back(repo.commit("mode only"));
+  for (std::size_t i = 1; i < commits.size(); ++i) {
+    const std::string git_id = run_command("cd " + shell_quote(repo.dir()) + " && git show " +
+                                           commits[i] + " | git patch-id --stable")
+                                   .out.substr(0, 40);
+    const CommandResult run = run_portdiff(
+        {"--repo", repo.dir(), "find", commits[i], "--branches", "main", "--format", "json"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(json::parse(run.out)["patch_id"], git_id) << repo.git("show " + commits[i]);
+  }
+}
+
 }  // namespace
 }  // namespace portdiff_test

@@ -16,6 +16,7 @@
 #include "diff/collect.h"
 #include "diff/side_diff.h"
 #include "error.h"
+#include "find/patch_id.h"
 #include "ranges/ancestry.h"
 
 namespace portdiff {
@@ -27,24 +28,6 @@ CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
   return CommitPtr(raw);
 }
 
-/// The diff of a commit against its first parent, as `git show` makes it for
-/// `git patch-id` (default context): tree to tree, no attributes from a work tree.
-DiffPtr commit_diff(git_repository* repo, git_commit* commit) {
-  git_commit* parent_raw = nullptr;
-  check(git_commit_parent(&parent_raw, commit, 0),
-        "reading the parent of " + to_hex(*git_commit_id(commit)));
-  CommitPtr parent(parent_raw);
-  git_tree *old_raw = nullptr, *new_raw = nullptr;
-  check(git_commit_tree(&old_raw, parent.get()), "reading a tree");
-  TreePtr old_tree(old_raw);
-  check(git_commit_tree(&new_raw, commit), "reading a tree");
-  TreePtr new_tree(new_raw);
-  git_diff* diff = nullptr;
-  check(git_diff_tree_to_tree(&diff, repo, old_tree.get(), new_tree.get(), nullptr),
-        "diffing " + to_hex(*git_commit_id(commit)));
-  return DiffPtr(diff);
-}
-
 std::set<std::string> paths_of(git_diff* diff) {
   std::set<std::string> paths;
   for (std::size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
@@ -53,15 +36,6 @@ std::set<std::string> paths_of(git_diff* diff) {
     paths.insert(delta->new_file.path);
   }
   return paths;
-}
-
-git_oid patch_id_of(git_diff* diff) {
-  git_diff_patchid_options options;
-  check(git_diff_patchid_options_init(&options, GIT_DIFF_PATCHID_OPTIONS_VERSION),
-        "patch-id options");
-  git_oid id;
-  check(git_diff_patchid(&id, diff, &options), "computing a patch-id");
-  return id;
 }
 
 /// Whether `message` says "(cherry picked from commit X)" with X naming `commit`
@@ -304,10 +278,10 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   const char* summary = git_commit_summary(commit.get());
   found.subject = summary == nullptr ? "" : summary;
   const std::string subject = bare_subject(found.subject);
-  const DiffPtr diff = commit_diff(repo, commit.get());
+  const DiffPtr diff = show_diff(repo, commit.get());
   const std::set<std::string> paths = paths_of(diff.get());
   const std::vector<std::string> path_list(paths.begin(), paths.end());
-  found.patch_id = patch_id_of(diff.get());
+  found.has_patch_id = stable_patch_id(repo, diff.get(), found.patch_id);
   const SidePatch lines = report_patch(repo, commit.get(), options);
   const std::string hex = to_hex(found.commit);
 
@@ -370,10 +344,12 @@ FindResult find_ports(git_repository* repo, const Options& options) {
     TreePtr tree(tree_raw);
     TreePtr parent_tree = commit_tree(repo, *git_commit_parent_id(candidate.get(), 0));
     if (!path_list.empty() && touches_all(tree.get(), parent_tree.get(), path_list)) {
-      const DiffPtr candidate_diff = commit_diff(repo, candidate.get());
+      const DiffPtr candidate_diff = show_diff(repo, candidate.get());
       if (paths_of(candidate_diff.get()) == paths) {
-        const git_oid candidate_id = patch_id_of(candidate_diff.get());
-        port.by_patch_id = git_oid_equal(&candidate_id, &found.patch_id) != 0;
+        git_oid candidate_id;
+        port.by_patch_id = found.has_patch_id &&
+                           stable_patch_id(repo, candidate_diff.get(), candidate_id) &&
+                           git_oid_equal(&candidate_id, &found.patch_id) != 0;
         port.by_changed_lines =
             same_changed_lines(repo, lines, report_patch(repo, candidate.get(), options));
       }

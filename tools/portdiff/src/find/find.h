@@ -57,6 +57,7 @@ struct BranchPorts final {
 struct FindResult final {
   git_oid commit{};
   git_oid patch_id{};
+  bool has_patch_id = true;  // false for an empty commit: git patch-id prints none
   std::string subject;
   std::size_t parents = 1;            // a merge has more; its patch is against the first
   std::vector<BranchPorts> branches;  // every branch the globs match, in version order

@@ -75,7 +75,10 @@ std::string merge_note(const FindResult& found) {
 std::string markdown_listing(const FindResult& found) {
   std::ostringstream out;
   out << "# Ports of `" << to_hex(found.commit) << "`\n\n";
-  out << md_text(found.subject) << " — patch-id `" << to_hex(found.patch_id) << "`\n\n";
+  out << md_text(found.subject) << " — "
+      << (found.has_patch_id ? "patch-id `" + to_hex(found.patch_id) + "`"
+                             : "no patch-id (the commit changes nothing)")
+      << "\n\n";
   if (!merge_note(found).empty()) out << md_text(merge_note(found)) << ".\n\n";
   if (found.cut()) out << "**" << md_text(shallow_note(found)) << ".**\n\n";
   out << "| branch | port | found by |\n|---|---|---|\n";
@@ -91,7 +94,9 @@ std::string text_listing(const FindResult& found) {
   std::ostringstream out;
   out << "commit    " << to_hex(found.commit) << "  " << quote(found.subject) << "\n";
   if (!merge_note(found).empty()) out << "          " << merge_note(found) << "\n";
-  out << "patch-id  " << to_hex(found.patch_id) << "\n";
+  out << "patch-id  "
+      << (found.has_patch_id ? to_hex(found.patch_id) : "none (the commit changes nothing)")
+      << "\n";
   if (found.cut()) out << "          " << shallow_note(found) << "\n";
   std::size_t width = 6;
   for (const BranchPorts& branch : found.branches)
@@ -142,7 +147,7 @@ std::string json_document(const FindReport& report, const Options& options) {
   document["commit"] = to_hex(found.commit);
   document["subject"] = found.subject;
   document["parents"] = found.parents;
-  document["patch_id"] = to_hex(found.patch_id);
+  document["patch_id"] = found.has_patch_id ? json(to_hex(found.patch_id)) : json(nullptr);
   document["branches"] = std::move(branches);
   document["complete"] = !found.cut();
   document["history_ends"] = hex_list(found.history_ends);
