@@ -154,6 +154,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
   } else {
     if (options.source.empty()) throw Error("usage: SOURCE is required (see --help)");
     if (options.targets.empty()) throw Error("usage: TARGET is required (see --help)");
+    for (const std::string& label : options.labels)
+      if (label.empty()) throw Error("usage: --label: a name must not be empty (see --help)");
     if (!options.labels.empty() && options.targets.size() != 1)
       throw Error(
           "usage: --label names a source and one target; a matrix names its targets "

@@ -332,5 +332,74 @@ TEST(CasesP25toP33, P28PatchIdsAgreeWithGitForEveryKindOfChange) {
   }
 }
 
+// P32: the text columns hold long paths and long labels; a label is escaped only
+// in a table cell, and never empty; an empty commit has no patch-id, as in git.
+TEST(CasesP25toP33, P32ColumnsLabelsAndTheEmptyCommit) {
+  TempRepo repo;
+  const std::string deep = "src/" + std::string(70, 'd') + "/module.py";
+  const Ports ports =
+      make_ports(repo, {{deep, "a\n"}, {"b.py", "b\n"}}, {{deep, "a\n1\n"}, {"b.py", "b\n2\n3\n"}},
+                 {}, {{deep, "a\n1\n"}, {"b.py", "b\n2\n3\n"}});
+  const std::string long_label = "release/with-a-long-name-2.9";
+  const CommandResult text = run_portdiff({"--repo", repo.dir(), ports.source, ports.target,
+                                           "--format", "text", "--label", long_label, "t|2"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  // git's counts, and where the heading puts each column.
+  std::map<std::string, std::string> git_counts;
+  for (const std::string& line : lines_of(repo.git("diff --numstat " + ports.source))) {
+    std::istringstream fields(line);
+    std::string added, deleted, path;
+    fields >> added >> deleted >> path;
+    git_counts[path] = "+" + added + "/-" + deleted;
+  }
+  const std::vector<std::string> lines = lines_of(text.out);
+  const auto heading = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.rfind("  file", 0) == 0;
+  });
+  ASSERT_NE(heading, lines.end()) << text.out;
+  const std::size_t source_column = heading->find(long_label);
+  const std::size_t target_column = heading->find("t|2");
+  ASSERT_NE(target_column, std::string::npos) << text.out;
+  EXPECT_GT(target_column, source_column + long_label.size()) << text.out;
+  for (const auto& [path, counts] : git_counts) {
+    const auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.find(path) != std::string::npos;
+    });
+    ASSERT_NE(row, lines.end()) << path;
+    // A path too long for its column has a line of its own; the counts follow.
+    const std::string& columns = row->size() == path.size() + 2 ? *(row + 1) : *row;
+    EXPECT_EQ(columns.substr(source_column, counts.size()), counts) << text.out;
+    EXPECT_EQ(columns.substr(target_column, counts.size()), counts) << text.out;
+  }
+
+  const CommandResult md =
+      run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--label", "s|1", "t|2"});
+  EXPECT_TRUE(contains(md.out, "# Backport comparison: `s|1` vs `t|2`\n")) << md.out;
+  EXPECT_TRUE(contains(md.out, "- source `s|1` (`" + ports.source + "`)")) << md.out;
+  // In a table cell the pipe stays escaped: it would split the cell.
+  EXPECT_TRUE(contains(md.out, "| file | s\\|1 +/- | t\\|2 +/- |")) << md.out;
+
+  const CommandResult empty_label =
+      run_portdiff({"--repo", repo.dir(), ports.source, ports.target, "--label", "", "t"});
+  EXPECT_EQ(empty_label.exit_code, 2);
+  EXPECT_TRUE(contains(empty_label.err, "--label: a name must not be empty")) << empty_label.err;
+
+  // An empty commit: git patch-id prints nothing for it.
+  repo.git("checkout -q source");
+  const std::string empty = repo.commit("nothing");
+  ASSERT_EQ(run_command("cd " + shell_quote(repo.dir()) + " && git show " + empty +
+                        " | git patch-id --stable")
+                .out,
+            "");
+  const CommandResult found = run_portdiff(
+      {"--repo", repo.dir(), "find", empty, "--branches", "target", "--format", "json"});
+  ASSERT_EQ(found.exit_code, 0) << found.err;
+  EXPECT_EQ(json::parse(found.out)["patch_id"], nullptr);
+  const CommandResult found_text = run_portdiff(
+      {"--repo", repo.dir(), "find", empty, "--branches", "target", "--format", "text"});
+  EXPECT_TRUE(contains(found_text.out, "patch-id  none (the commit changes nothing)\n"))
+      << found_text.out;
+}
+
 }  // namespace
 }  // namespace portdiff_test

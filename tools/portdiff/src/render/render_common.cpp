@@ -248,8 +248,8 @@ std::string side_name(const ResolvedRange& range, const char* side) {
 }
 
 std::string markdown_range(const ResolvedRange& range, const char* side) {
-  std::string out = std::string("- ") + side + " " + code(range.label);
-  if (range.named && range.label != range.spec) out += " (" + code(range.spec) + ")";
+  std::string out = std::string("- ") + side + " " + code_text(range.label);
+  if (range.named && range.label != range.spec) out += " (" + code_text(range.spec) + ")";
   out += ": `" + to_hex(range.base) + ".." + to_hex(range.head) + "` — " +
          plural(range.commits.size(), "commit") + "\n";
   for (std::size_t i = 0; i < range.commits.size() && i < header_commits; ++i)
