@@ -401,5 +401,50 @@ TEST(CasesP25toP33, P32ColumnsLabelsAndTheEmptyCommit) {
       << found_text.out;
 }
 
+// P33: a one-sided row that deletes lines says how many of them the other head
+// still holds — a deletion the other branch has not made — counted here from
+// `git show HEAD:path` and git's own deleted lines.
+TEST(CasesP25toP33, P33DeleteOnlyRowsSayWhetherTheOtherHeadStillHoldsTheLines) {
+  TempRepo repo;
+  const Ports ports =
+      make_ports(repo, {{"f.py", "a\nb\nc\nd\n"}, {"gone.py", "x\ny\n"}, {"keep.py", "k\n"}},
+                 {{"f.py", "a\nd\n"}, {"gone.py", std::nullopt}, {"keep.py", "k\nk2\n"}},
+                 {{"f.py", "a\nb\nd\n"}},  // the target's baseline already lost "c"
+                 {{"keep.py", "k\nk2\n"}});
+  const auto source = oracle_patch(repo, ports.source, false);
+  const auto held_at_target = [&](const std::string& path) {
+    const std::vector<std::string> lines =
+        lines_of(repo.git("show " + head_of(ports.target) + ":" + path));
+    std::multiset<std::string> there(lines.begin(), lines.end());
+    std::size_t held = 0;
+    for (std::string line : source.at(path).deleted) {
+      line.pop_back();  // the '\n'
+      const auto found = there.find(line);
+      if (found == there.end()) continue;
+      there.erase(found);
+      ++held;
+    }
+    return held;
+  };
+  ASSERT_EQ(source.at("f.py").deleted.size(), 2U);
+  ASSERT_EQ(source.at("f.py").added.size(), 0U);
+
+  const json report = report_json(repo, {ports.source, ports.target});
+  const json& f = row_of(report, "f.py");
+  EXPECT_EQ(f["class"], "only-source");
+  EXPECT_EQ(f["other_head"]["exists"], true);
+  EXPECT_EQ(f["other_head"]["holds_deleted"], held_at_target("f.py"));
+  EXPECT_EQ(f["other_head"]["holds_deleted"], 1);
+  const json& gone = row_of(report, "gone.py");
+  EXPECT_EQ(gone["other_head"]["holds_deleted"], held_at_target("gone.py"));
+  EXPECT_EQ(gone["other_head"]["holds_deleted"], 2);
+
+  const CommandResult md = run_portdiff({"--repo", repo.dir(), ports.source, ports.target});
+  EXPECT_TRUE(contains(md.out, "exists at the target head, still holding 1 of the 2 deleted lines"))
+      << md.out;
+  EXPECT_TRUE(contains(md.out, "exists at the target head, still holding 2 of the 2 deleted lines"))
+      << md.out;
+}
+
 }  // namespace
 }  // namespace portdiff_test

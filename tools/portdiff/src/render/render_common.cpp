@@ -181,6 +181,10 @@ std::string other_head_note(const FileVerdict& row, const NameStyle& name) {
   if (!change.binary && change.lines.added.size() > 0)
     note += ", holding " + std::to_string(row.other_head.held) + " of the " +
             plural(change.lines.added.size(), "added line");
+  if (!change.binary && change.lines.deleted.size() > 0)
+    note += std::string(change.lines.added.size() > 0 ? " and" : ",") + " still holding " +
+            std::to_string(row.other_head.held_deleted) + " of the " +
+            plural(change.lines.deleted.size(), "deleted line");
   return note;
 }
 
