@@ -446,5 +446,75 @@ TEST(CasesP25toP33, P33DeleteOnlyRowsSayWhetherTheOtherHeadStillHoldsTheLines) {
       << md.out;
 }
 
+// P31: a port that several branches contain is listed on the branch it was
+// committed on — on that branch's first-parent line (git log --first-parent), the
+// trunk (origin/HEAD) first — and a local branch and the remote-tracking branch it
+// tracks, at the same commit, are one row.
+TEST(CasesP25toP33, P31InheritedPortsFollowTheDirectionOfTheFix) {
+  TempRepo origin;
+  origin.apply({{"f.py", "f\n"}, {"h.py", "h\n"}});
+  origin.commit("base");
+  origin.git("branch 6.x");
+  origin.git("checkout -q 6.x");
+  origin.apply({{"f.py", "f\nfix\n"}});
+  const std::string fix = origin.commit("fix f");
+  origin.apply({{"h.py", "h\nfix\n"}});
+  const std::string later_fix = origin.commit("fix h");
+  origin.git("checkout -q main");
+  origin.apply({{"m.py", "m\n"}});
+  origin.commit("main moves on");
+  origin.git("cherry-pick -x " + fix);  // made on main, before 7.0.x forks
+  const std::string main_port = origin.git("rev-parse HEAD").substr(0, 40);
+  origin.git("checkout -q -b 7.0.x");
+  origin.git("cherry-pick -x " + later_fix);  // made on 7.0.x, merged up into main
+  const std::string release_port = origin.git("rev-parse HEAD").substr(0, 40);
+  origin.git("checkout -q main");
+  origin.git("merge -q --no-ff -m 'merge 7.0.x' 7.0.x");
+
+  TempRepo clone;
+  clone.git("remote add origin " + shell_quote(origin.dir()));
+  clone.git("fetch -q origin");
+  clone.git("symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/main");
+  clone.git("checkout -q -B main --track origin/main");
+  // git's answers: which first-parent lines hold each port, and the trunk.
+  const auto on_first_parent_line = [&](const std::string& branch, const std::string& commit) {
+    return contains(clone.git("rev-list --first-parent " + branch), commit);
+  };
+  ASSERT_TRUE(on_first_parent_line("origin/main", main_port));
+  ASSERT_TRUE(on_first_parent_line("origin/7.0.x", main_port));  // forked after it
+  ASSERT_TRUE(on_first_parent_line("origin/7.0.x", release_port));
+  ASSERT_FALSE(on_first_parent_line("origin/main", release_port));  // merged in
+  ASSERT_EQ(clone.git("symbolic-ref --short refs/remotes/origin/HEAD"), "origin/main\n");
+  ASSERT_EQ(clone.git("rev-parse --abbrev-ref main@{upstream}"), "origin/main\n");
+
+  const auto find = [&](const std::string& commit) {
+    const CommandResult run = run_portdiff({"--repo", clone.dir(), "find", commit, "--branches",
+                                            "origin/*", "--branches", "main", "--format", "json"});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return json::parse(run.out);
+  };
+  const json first = find(fix);
+  // One row for main and origin/main; origin/6.x contains the commit.
+  std::vector<std::string> names;
+  for (const json& branch : first["branches"]) names.push_back(branch["branch"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"main", "origin/6.x", "origin/7.0.x"}));
+  EXPECT_EQ(branch_named(first, "main")["twins"], json::array({"origin/main"}));
+  EXPECT_EQ(branch_named(first, "origin/6.x")["contains_commit"], true);
+  ASSERT_EQ(branch_named(first, "main")["ports"].size(), 1U) << first.dump();
+  EXPECT_EQ(branch_named(first, "main")["ports"][0]["commit"], main_port);
+  EXPECT_EQ(branch_named(first, "origin/7.0.x")["inherited"],
+            json::parse(R"([{"commit": ")" + main_port + R"(", "from": "main"}])"));
+
+  const json second = find(later_fix);
+  ASSERT_EQ(branch_named(second, "origin/7.0.x")["ports"].size(), 1U) << second.dump();
+  EXPECT_EQ(branch_named(second, "origin/7.0.x")["ports"][0]["commit"], release_port);
+  EXPECT_EQ(branch_named(second, "main")["inherited"],
+            json::parse(R"([{"commit": ")" + release_port + R"(", "from": "origin/7.0.x"}])"));
+
+  const CommandResult text = run_portdiff({"--repo", clone.dir(), "find", fix, "--branches",
+                                           "origin/*", "--branches", "main", "--format", "text"});
+  EXPECT_TRUE(contains(text.out, "main = origin/main  " + main_port.substr(0, 12))) << text.out;
+}
+
 }  // namespace
 }  // namespace portdiff_test

@@ -70,7 +70,25 @@ std::string bare_subject(std::string subject) {
 struct Branch final {
   std::string name;
   git_oid tip{};
+  bool trunk = false;    // what HEAD (local) or <remote>/HEAD names: the line others fork from
+  std::string upstream;  // a local branch's upstream, short name; empty if none
+  std::vector<std::string> twins;  // remote-tracking branches folded into this one (P31)
 };
+
+/// Whether `ref` (a branch) is what HEAD names: the local HEAD, or for a
+/// remote-tracking branch `refs/remotes/<remote>/HEAD`.
+bool is_trunk(git_repository* repo, git_reference* ref, git_branch_t type, const char* name) {
+  if (type == GIT_BRANCH_LOCAL) return git_branch_is_head(ref) == 1;
+  const std::string short_name = name;
+  const std::size_t slash = short_name.find('/');
+  if (slash == std::string::npos) return false;
+  git_reference* head_raw = nullptr;
+  const std::string head = "refs/remotes/" + short_name.substr(0, slash) + "/HEAD";
+  if (git_reference_lookup(&head_raw, repo, head.c_str()) != 0) return false;
+  ReferencePtr head_ref(head_raw);
+  const char* target = git_reference_symbolic_target(head_ref.get());
+  return target != nullptr && std::string(target) == git_reference_name(ref);
+}
 
 /// Local and remote-tracking branches whose short name matches a glob, in version
 /// order. Symbolic ones (origin/HEAD) are skipped: they name another branch.
@@ -89,11 +107,35 @@ std::vector<Branch> matching_branches(git_repository* repo, const std::vector<st
     check(git_branch_name(&name, ref.get()), "reading a branch name");
     for (const std::string& glob : globs)
       if (fnmatch(glob.c_str(), name, 0) == 0) {
-        found.push_back({name, *git_reference_target(ref.get())});
+        Branch& branch = found.emplace_back();
+        branch.name = name;
+        branch.tip = *git_reference_target(ref.get());
+        branch.trunk = is_trunk(repo, ref.get(), type, name);
+        git_reference* upstream_raw = nullptr;
+        if (type == GIT_BRANCH_LOCAL && git_branch_upstream(&upstream_raw, ref.get()) == 0) {
+          ReferencePtr upstream(upstream_raw);
+          const char* upstream_name = nullptr;
+          if (git_branch_name(&upstream_name, upstream.get()) == 0) branch.upstream = upstream_name;
+        }
         break;
       }
   }
   if (status != GIT_ITEROVER) check(status, "listing branches");
+  // A local branch and the remote-tracking branch it tracks, at the same commit,
+  // are one branch: one row, the remote named beside it (P31).
+  for (Branch& local : found) {
+    if (local.upstream.empty()) continue;
+    const auto twin = std::find_if(found.begin(), found.end(), [&](const Branch& other) {
+      return other.name == local.upstream && git_oid_equal(&other.tip, &local.tip);
+    });
+    if (twin == found.end()) continue;
+    local.twins.push_back(twin->name);
+    local.trunk = local.trunk || twin->trunk;
+    twin->name.clear();  // dropped below
+  }
+  found.erase(std::remove_if(found.begin(), found.end(),
+                             [](const Branch& branch) { return branch.name.empty(); }),
+              found.end());
   std::sort(found.begin(), found.end(),
             [](const Branch& a, const Branch& b) { return version_less(a.name, b.name); });
   return found;
@@ -177,7 +219,9 @@ struct OidEqual final {
 class Reach final {
  public:
   Reach(const std::vector<git_oid>& walked, const std::vector<Branch>& branches)
-      : words_((branches.size() + 63) / 64), bits_(walked.size() * words_, 0) {
+      : words_((branches.size() + 63) / 64),
+        bits_(walked.size() * words_, 0),
+        first_bits_(walked.size() * words_, 0) {
     index_.reserve(walked.size());
     for (std::size_t i = 0; i < walked.size(); ++i) index_.emplace(walked[i], i);
     for (std::size_t b = 0; b < branches.size(); ++b) {
@@ -193,12 +237,19 @@ class Reach final {
       if (git_oid_equal(parent, &target)) merge_into(target_bits_, i);
       auto found = index_.find(*parent);
       if (found == index_.end()) continue;
-      for (std::size_t w = 0; w < words_; ++w)
+      for (std::size_t w = 0; w < words_; ++w) {
         bits_[found->second * words_ + w] |= bits_[i * words_ + w];
+        if (p == 0) first_bits_[found->second * words_ + w] |= first_bits_[i * words_ + w];
+      }
     }
   }
   bool reaches(std::size_t commit, std::size_t branch) const {
     return (bits_[commit * words_ + branch / 64] >> (branch % 64)) & 1U;
+  }
+  /// Whether the commit is on the branch's first-parent line (`git log
+  /// --first-parent`): committed there, or before the branch forked, not merged in.
+  bool on_first_parent_line(std::size_t commit, std::size_t branch) const {
+    return (first_bits_[commit * words_ + branch / 64] >> (branch % 64)) & 1U;
   }
   /// Whether the branch reaches the commit the walk hid (COMMIT) through walked commits.
   bool reaches_target(std::size_t branch) const {
@@ -208,6 +259,7 @@ class Reach final {
  private:
   void set(std::size_t commit, std::size_t branch) {
     bits_[commit * words_ + branch / 64] |= std::uint64_t{1} << (branch % 64);
+    first_bits_[commit * words_ + branch / 64] |= std::uint64_t{1} << (branch % 64);
   }
   void merge_into(std::vector<std::uint64_t>& into, std::size_t commit) const {
     into.resize(words_, 0);
@@ -215,6 +267,7 @@ class Reach final {
   }
   std::size_t words_;
   std::vector<std::uint64_t> bits_;
+  std::vector<std::uint64_t> first_bits_;  // reached by first parents only
   std::vector<std::uint64_t> target_bits_;
   std::unordered_map<git_oid, std::size_t, OidHash, OidEqual> index_;
 };
@@ -360,27 +413,35 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   for (std::size_t b = 0; b < branches.size(); ++b) {
     BranchPorts& entry = found.branches.emplace_back();
     entry.branch = branches[b].name;
+    entry.twins = branches[b].twins;
     entry.contains_commit =
         git_oid_equal(&branches[b].tip, &found.commit) != 0 || reach.reaches_target(b);
     for (std::size_t end : ends)
       if (reach.reaches(end, b)) entry.history_ends.push_back(candidates[end]);
   }
-  // Each port goes to the first branch (version order) that contains it; the
-  // later ones inherited it. A branch that contains COMMIT needs no port: only
-  // evidence is listed there, never a same-subject hint (a recurring subject,
-  // a later change; case P25).
+  // Each port goes to one branch that contains it, its home; the others inherited
+  // it. The home is where the port was committed (P31): a branch with the port on
+  // its first-parent line — not one it reached by a merge — and of those the
+  // trunk (what HEAD names: release branches fork from it, so a port made there
+  // before they forked is the trunk's), else the first in version order. A branch
+  // that contains COMMIT needs no port: only evidence is listed there, never a
+  // same-subject hint (a recurring subject, a later change; case P25).
   for (const auto& [port, walked] : ports) {
-    const std::string* home = nullptr;
-    for (std::size_t b = 0; b < branches.size(); ++b) {
-      if (!reach.reaches(walked, b)) continue;
-      if (found.branches[b].contains_commit && !port.evidence()) continue;
-      if (home == nullptr) {
-        home = &found.branches[b].branch;
-        found.branches[b].ports.push_back(port);
-      } else {
-        found.branches[b].inherited.push_back({port.commit, *home});
-      }
-    }
+    std::vector<std::size_t> holders;
+    for (std::size_t b = 0; b < branches.size(); ++b)
+      if (reach.reaches(walked, b) && (!found.branches[b].contains_commit || port.evidence()))
+        holders.push_back(b);
+    if (holders.empty()) continue;
+    const auto rank = [&, at = walked](std::size_t b) {
+      return (reach.on_first_parent_line(at, b) ? 0 : 2) + (branches[b].trunk ? 0 : 1);
+    };
+    const std::size_t home =
+        *std::min_element(holders.begin(), holders.end(), [&](std::size_t a, std::size_t b) {
+          return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
+        });
+    found.branches[home].ports.push_back(port);
+    for (std::size_t b : holders)
+      if (b != home) found.branches[b].inherited.push_back({port.commit, branches[home].name});
   }
   return found;
 }

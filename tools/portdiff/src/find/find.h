@@ -24,8 +24,10 @@ namespace portdiff {
  *     no context: a port onto a drifted baseline);
  *   - its subject is COMMIT's (a hint only: a port resolved by hand).
  * A branch that contains COMMIT says so. A port that several matched branches
- * contain is listed on the first of them in version order, and as inherited on
- * the others, so one commit is compared once.
+ * contain is listed on the one it was made on (first-parent line, then the trunk,
+ * then version order), and as inherited on the others, so one commit is compared
+ * once; a local branch and the remote-tracking branch it tracks, at the same
+ * commit, are one row.
  * In a shallow clone the walk searches the history that is there and stops at the
  * boundary commits (.git/shallow), which it records, per branch too (case P26).
  */
@@ -48,7 +50,8 @@ struct BranchPorts final {
   std::string branch;                    // short name: "release/2.9", "origin/release/2.9"
   bool contains_commit = false;          // COMMIT itself is in the branch's history
   std::vector<Port> ports;               // its own ports, newest first
-  std::vector<InheritedPort> inherited;  // ports listed under an earlier branch
+  std::vector<InheritedPort> inherited;  // ports listed under the branch they were made on
+  std::vector<std::string> twins;        // remote-tracking branches at the same commit it tracks
   /// In a shallow clone: the boundary commits (.git/shallow) this branch's history
   /// reaches, where the search ended; empty when it was searched to its roots.
   std::vector<git_oid> history_ends;

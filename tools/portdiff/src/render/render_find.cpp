@@ -32,6 +32,13 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
+/// The branch and the remote-tracking twins folded into it: `main = origin/main`.
+std::string branch_title(const BranchPorts& branch) {
+  std::string title = branch.branch;
+  for (const std::string& twin : branch.twins) title += " = " + twin;
+  return title;
+}
+
 std::string short_hex(const git_oid& id) { return to_hex(id).substr(0, 12); }
 
 /// One line of the listing: a commit or a phrase, and how it was found.
@@ -84,7 +91,7 @@ std::string markdown_listing(const FindResult& found) {
   out << "| branch | port | found by |\n|---|---|---|\n";
   for (const BranchPorts& branch : found.branches)
     for (const ListingLine& line : branch_lines(branch, true))
-      out << "| " << code(branch.branch) << " | "
+      out << "| " << code(branch_title(branch)) << " | "
           << (line.is_commit ? "`" + line.what + "`" : line.what) << " | "
           << (line.how.empty() ? "—" : md_text(line.how)) << " |\n";
   return out.str();
@@ -100,9 +107,9 @@ std::string text_listing(const FindResult& found) {
   if (found.cut()) out << "          " << shallow_note(found) << "\n";
   std::size_t width = 6;
   for (const BranchPorts& branch : found.branches)
-    width = std::max(width, quote(branch.branch).size());
+    width = std::max(width, quote(branch_title(branch)).size());
   for (const BranchPorts& branch : found.branches) {
-    const std::string name = quote(branch.branch);
+    const std::string name = quote(branch_title(branch));
     const std::string padded = name + std::string(width + 2 - name.size(), ' ');
     for (const ListingLine& line : branch_lines(branch, false))
       out << padded << line.what << (line.how.empty() ? "" : "  " + line.how) << "\n";
@@ -136,6 +143,7 @@ std::string json_document(const FindReport& report, const Options& options) {
     }
     json entry = json::object();
     entry["branch"] = branch.branch;
+    entry["twins"] = branch.twins;
     entry["contains_commit"] = branch.contains_commit;
     entry["ports"] = std::move(ports);
     entry["inherited"] = std::move(inherited);
