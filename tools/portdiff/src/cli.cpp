@@ -128,7 +128,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
   app.footer(
       "Exit status: 0 report written; 1 with --check when some file is not identical;\n"
       "2 on any error (not a repository, unknown revision, empty range, bad usage,\n"
-      "a write error), with a one-line message on stderr.\n"
+      "a write error), with a one-line message on stderr; 3 from find in a shallow\n"
+      "clone whose boundary cut the search short (the report says where).\n"
       "Diff: git's -U0 reading (Myers, indent heuristic, 0 context), every byte kept;\n"
       "the verdict also accepts the region reading, so it never hinges on tie-breaking.\n"
       "See tools/portdiff/README.md for the rules and the JSON schema.\n");
@@ -153,6 +154,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
   } else {
     if (options.source.empty()) throw Error("usage: SOURCE is required (see --help)");
     if (options.targets.empty()) throw Error("usage: TARGET is required (see --help)");
+    for (const std::string& label : options.labels)
+      if (label.empty()) throw Error("usage: --label: a name must not be empty (see --help)");
     if (!options.labels.empty() && options.targets.size() != 1)
       throw Error(
           "usage: --label names a source and one target; a matrix names its targets "

@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
     if (options->find) {
       const portdiff::FindReport report = portdiff::build_find_report(*options);
       portdiff::write_output(portdiff::render_find(report, *options), options->output);
-      return options->check && !all_identical(report.reports) ? 1 : 0;
+      if (options->check && !all_identical(report.reports)) return 1;
+      return report.found.cut() ? 3 : 0;  // a shallow clone cut the search short (P26)
     }
     const std::vector<portdiff::Report> reports = portdiff::build_reports(*options);
     portdiff::write_output(portdiff::render_reports(reports, *options), options->output);

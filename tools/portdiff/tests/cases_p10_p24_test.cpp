@@ -414,7 +414,9 @@ TEST(CasesP10toP24, P18AndP23OneSidedFilesSayWhatTheOtherHeadHas) {
   const json report = report_json(repo, {ports.source, ports.target});
   const json c = row_of(report, "c.py");
   EXPECT_EQ(c["class"], "only-source");
-  EXPECT_EQ(c["other_head"], json::parse(R"({"path": "c.py", "exists": true, "holds_added": 1})"));
+  EXPECT_EQ(
+      c["other_head"],
+      json::parse(R"({"path": "c.py", "exists": true, "holds_added": 1, "holds_deleted": 0})"));
   EXPECT_EQ(row_of(report, "d.py")["other_head"]["holds_added"], 1);  // W, not V
   EXPECT_EQ(row_of(report, "tests/test_extra.py")["other_head"]["exists"], false);
   ASSERT_EQ(report["test_files"].size(), 1u);

@@ -132,12 +132,28 @@ FileVerdict paired_row(const FileChange& s, const FileChange& t, Pairing pairing
   return row;
 }
 
+/// How many path components the two paths share from the end: 3 for
+/// `a/ns/col/galaxy.yml` and `b/ns/col/galaxy.yml`, 1 for `.../failure/galaxy.yml`.
+std::size_t common_tail_components(std::string_view a, std::string_view b) {
+  std::size_t common = 0;
+  while (!a.empty() && !b.empty()) {
+    const std::string_view x = file_name(a), y = file_name(b);
+    if (x != y) break;
+    ++common;
+    a.remove_suffix(std::min(a.size(), x.size() + 1));
+    b.remove_suffix(std::min(b.size(), y.size() + 1));
+  }
+  return common;
+}
+
 /// P17: an only-source row and an only-target row of the same file name whose
 /// changed lines are the same, or mostly the same, are one file that moved.
-/// Greedy on similarity, so each row pairs with its best match.
+/// Greedy: the partner whose path agrees most pairs first (P27: two moved
+/// `galaxy.yml` files of similar content), then the most similar lines.
 void pair_by_content(std::vector<FileVerdict>& rows) {
   constexpr double enough = 0.5;
   struct Candidate final {
+    std::size_t path_agreement;
     double score;
     std::size_t source_row, target_row;
   };
@@ -151,11 +167,16 @@ void pair_by_content(std::vector<FileVerdict>& rows) {
     const auto [begin, end] = targets_by_name.equal_range(file_name(rows[i].path));
     for (auto it = begin; it != end; ++it) {
       const double score = similarity(rows[i].source->lines, rows[it->second].target->lines);
-      if (score >= enough) candidates.push_back({score, i, it->second});
+      if (score >= enough)
+        candidates.push_back(
+            {common_tail_components(rows[i].path, rows[it->second].path), score, i, it->second});
     }
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.path_agreement != b.path_agreement) return a.path_agreement > b.path_agreement;
+    if (a.score != b.score) return a.score > b.score;
+    return std::pair(a.source_row, a.target_row) < std::pair(b.source_row, b.target_row);
+  });
   std::vector<bool> used(rows.size(), false);
   for (const Candidate& c : candidates) {
     if (used[c.source_row] || used[c.target_row]) continue;

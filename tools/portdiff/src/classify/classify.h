@@ -32,9 +32,10 @@ enum class Pairing { path, mapped, content };
 
 /// What the other head holds for an only-source or only-target row (P23).
 struct OtherHead final {
-  bool checked = false;  // set by describe_other_heads
-  bool exists = false;   // the file is at the other head
-  std::size_t held = 0;  // of this side's added lines, how many the other file holds
+  bool checked = false;          // set by describe_other_heads
+  bool exists = false;           // the file is at the other head
+  std::size_t held = 0;          // of this side's added lines, how many the other file holds
+  std::size_t held_deleted = 0;  // of its deleted lines, how many the other file still has (P33)
 };
 
 /// How big a `different` row's difference is (P20), from the interdiff of its lines.

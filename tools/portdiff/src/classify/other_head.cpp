@@ -20,8 +20,8 @@ std::optional<Content> file_at(git_repository* repo, git_tree* tree, const std::
   return read_content(repo, git_tree_entry_filemode(entry.get()), *git_tree_entry_id(entry.get()));
 }
 
-/// How many of `added` occur in `text` as whole lines, each line of `text` used once.
-std::size_t lines_held(const LineSeq& added, std::string_view text) {
+/// How many of `lines` occur in `text` as whole lines, each line of `text` used once.
+std::size_t lines_held(const LineSeq& lines, std::string_view text) {
   std::unordered_map<std::string_view, std::size_t> counts;
   for (std::size_t begin = 0; begin < text.size();) {
     std::size_t end = text.find('\n', begin);
@@ -30,8 +30,8 @@ std::size_t lines_held(const LineSeq& added, std::string_view text) {
     begin = end;
   }
   std::size_t held = 0;
-  for (std::size_t i = 0; i < added.size(); ++i) {
-    auto found = counts.find(added.line(i));
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    auto found = counts.find(lines.line(i));
     if (found != counts.end() && found->second > 0) {
       --found->second;
       ++held;
@@ -54,7 +54,10 @@ void describe_other_heads(git_repository* repo, const ResolvedRange& source,
     const std::optional<Content> file = file_at(repo, other.get(), row.other_path);
     row.other_head.checked = true;
     row.other_head.exists = file.has_value();
-    if (file && !change.binary) row.other_head.held = lines_held(change.lines.added, file->text());
+    if (file && !change.binary) {
+      row.other_head.held = lines_held(change.lines.added, file->text());
+      row.other_head.held_deleted = lines_held(change.lines.deleted, file->text());
+    }
   }
 }
 

@@ -16,6 +16,8 @@
 #include "diff/collect.h"
 #include "diff/side_diff.h"
 #include "error.h"
+#include "find/patch_id.h"
+#include "ranges/ancestry.h"
 
 namespace portdiff {
 namespace {
@@ -26,24 +28,6 @@ CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
   return CommitPtr(raw);
 }
 
-/// The diff of a commit against its first parent, as `git show` makes it for
-/// `git patch-id` (default context): tree to tree, no attributes from a work tree.
-DiffPtr commit_diff(git_repository* repo, git_commit* commit) {
-  git_commit* parent_raw = nullptr;
-  check(git_commit_parent(&parent_raw, commit, 0),
-        "reading the parent of " + to_hex(*git_commit_id(commit)));
-  CommitPtr parent(parent_raw);
-  git_tree *old_raw = nullptr, *new_raw = nullptr;
-  check(git_commit_tree(&old_raw, parent.get()), "reading a tree");
-  TreePtr old_tree(old_raw);
-  check(git_commit_tree(&new_raw, commit), "reading a tree");
-  TreePtr new_tree(new_raw);
-  git_diff* diff = nullptr;
-  check(git_diff_tree_to_tree(&diff, repo, old_tree.get(), new_tree.get(), nullptr),
-        "diffing " + to_hex(*git_commit_id(commit)));
-  return DiffPtr(diff);
-}
-
 std::set<std::string> paths_of(git_diff* diff) {
   std::set<std::string> paths;
   for (std::size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
@@ -52,15 +36,6 @@ std::set<std::string> paths_of(git_diff* diff) {
     paths.insert(delta->new_file.path);
   }
   return paths;
-}
-
-git_oid patch_id_of(git_diff* diff) {
-  git_diff_patchid_options options;
-  check(git_diff_patchid_options_init(&options, GIT_DIFF_PATCHID_OPTIONS_VERSION),
-        "patch-id options");
-  git_oid id;
-  check(git_diff_patchid(&id, diff, &options), "computing a patch-id");
-  return id;
 }
 
 /// Whether `message` says "(cherry picked from commit X)" with X naming `commit`
@@ -95,7 +70,25 @@ std::string bare_subject(std::string subject) {
 struct Branch final {
   std::string name;
   git_oid tip{};
+  bool trunk = false;    // what HEAD (local) or <remote>/HEAD names: the line others fork from
+  std::string upstream;  // a local branch's upstream, short name; empty if none
+  std::vector<std::string> twins;  // remote-tracking branches folded into this one (P31)
 };
+
+/// Whether `ref` (a branch) is what HEAD names: the local HEAD, or for a
+/// remote-tracking branch `refs/remotes/<remote>/HEAD`.
+bool is_trunk(git_repository* repo, git_reference* ref, git_branch_t type, const char* name) {
+  if (type == GIT_BRANCH_LOCAL) return git_branch_is_head(ref) == 1;
+  const std::string short_name = name;
+  const std::size_t slash = short_name.find('/');
+  if (slash == std::string::npos) return false;
+  git_reference* head_raw = nullptr;
+  const std::string head = "refs/remotes/" + short_name.substr(0, slash) + "/HEAD";
+  if (git_reference_lookup(&head_raw, repo, head.c_str()) != 0) return false;
+  ReferencePtr head_ref(head_raw);
+  const char* target = git_reference_symbolic_target(head_ref.get());
+  return target != nullptr && std::string(target) == git_reference_name(ref);
+}
 
 /// Local and remote-tracking branches whose short name matches a glob, in version
 /// order. Symbolic ones (origin/HEAD) are skipped: they name another branch.
@@ -114,11 +107,35 @@ std::vector<Branch> matching_branches(git_repository* repo, const std::vector<st
     check(git_branch_name(&name, ref.get()), "reading a branch name");
     for (const std::string& glob : globs)
       if (fnmatch(glob.c_str(), name, 0) == 0) {
-        found.push_back({name, *git_reference_target(ref.get())});
+        Branch& branch = found.emplace_back();
+        branch.name = name;
+        branch.tip = *git_reference_target(ref.get());
+        branch.trunk = is_trunk(repo, ref.get(), type, name);
+        git_reference* upstream_raw = nullptr;
+        if (type == GIT_BRANCH_LOCAL && git_branch_upstream(&upstream_raw, ref.get()) == 0) {
+          ReferencePtr upstream(upstream_raw);
+          const char* upstream_name = nullptr;
+          if (git_branch_name(&upstream_name, upstream.get()) == 0) branch.upstream = upstream_name;
+        }
         break;
       }
   }
   if (status != GIT_ITEROVER) check(status, "listing branches");
+  // A local branch and the remote-tracking branch it tracks, at the same commit,
+  // are one branch: one row, the remote named beside it (P31).
+  for (Branch& local : found) {
+    if (local.upstream.empty()) continue;
+    const auto twin = std::find_if(found.begin(), found.end(), [&](const Branch& other) {
+      return other.name == local.upstream && git_oid_equal(&other.tip, &local.tip);
+    });
+    if (twin == found.end()) continue;
+    local.twins.push_back(twin->name);
+    local.trunk = local.trunk || twin->trunk;
+    twin->name.clear();  // dropped below
+  }
+  found.erase(std::remove_if(found.begin(), found.end(),
+                             [](const Branch& branch) { return branch.name.empty(); }),
+              found.end());
   std::sort(found.begin(), found.end(),
             [](const Branch& a, const Branch& b) { return version_less(a.name, b.name); });
   return found;
@@ -202,7 +219,9 @@ struct OidEqual final {
 class Reach final {
  public:
   Reach(const std::vector<git_oid>& walked, const std::vector<Branch>& branches)
-      : words_((branches.size() + 63) / 64), bits_(walked.size() * words_, 0) {
+      : words_((branches.size() + 63) / 64),
+        bits_(walked.size() * words_, 0),
+        first_bits_(walked.size() * words_, 0) {
     index_.reserve(walked.size());
     for (std::size_t i = 0; i < walked.size(); ++i) index_.emplace(walked[i], i);
     for (std::size_t b = 0; b < branches.size(); ++b) {
@@ -218,12 +237,19 @@ class Reach final {
       if (git_oid_equal(parent, &target)) merge_into(target_bits_, i);
       auto found = index_.find(*parent);
       if (found == index_.end()) continue;
-      for (std::size_t w = 0; w < words_; ++w)
+      for (std::size_t w = 0; w < words_; ++w) {
         bits_[found->second * words_ + w] |= bits_[i * words_ + w];
+        if (p == 0) first_bits_[found->second * words_ + w] |= first_bits_[i * words_ + w];
+      }
     }
   }
   bool reaches(std::size_t commit, std::size_t branch) const {
     return (bits_[commit * words_ + branch / 64] >> (branch % 64)) & 1U;
+  }
+  /// Whether the commit is on the branch's first-parent line (`git log
+  /// --first-parent`): committed there, or before the branch forked, not merged in.
+  bool on_first_parent_line(std::size_t commit, std::size_t branch) const {
+    return (first_bits_[commit * words_ + branch / 64] >> (branch % 64)) & 1U;
   }
   /// Whether the branch reaches the commit the walk hid (COMMIT) through walked commits.
   bool reaches_target(std::size_t branch) const {
@@ -233,6 +259,7 @@ class Reach final {
  private:
   void set(std::size_t commit, std::size_t branch) {
     bits_[commit * words_ + branch / 64] |= std::uint64_t{1} << (branch % 64);
+    first_bits_[commit * words_ + branch / 64] |= std::uint64_t{1} << (branch % 64);
   }
   void merge_into(std::vector<std::uint64_t>& into, std::size_t commit) const {
     into.resize(words_, 0);
@@ -240,6 +267,7 @@ class Reach final {
   }
   std::size_t words_;
   std::vector<std::uint64_t> bits_;
+  std::vector<std::uint64_t> first_bits_;  // reached by first parents only
   std::vector<std::uint64_t> target_bits_;
   std::unordered_map<git_oid, std::size_t, OidHash, OidEqual> index_;
 };
@@ -278,7 +306,7 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   FindResult found;
   git_object* object_raw = nullptr;
   check(git_revparse_single(&object_raw, repo, options.find_commit.c_str()),
-        "unknown revision in COMMIT '" + options.find_commit + "'");
+        "unknown revision in COMMIT '" + options.find_commit + "'" + shallow_hint(repo));
   ObjectPtr object(object_raw);
   git_object* peeled_raw = nullptr;
   check(git_object_peel(&peeled_raw, object.get(), GIT_OBJECT_COMMIT),
@@ -290,13 +318,23 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   if (found.parents == 0)
     throw Error("COMMIT '" + options.find_commit +
                 "' is a root commit: it has no parent to take its patch against");
+  const std::vector<git_oid> boundary = shallow_boundary(repo);
+  const auto at_boundary = [&](const git_oid& id) {
+    return std::any_of(boundary.begin(), boundary.end(),
+                       [&](const git_oid& end) { return git_oid_equal(&end, &id) != 0; });
+  };
+  if (at_boundary(found.commit))
+    throw Error("COMMIT '" + options.find_commit +
+                "' is at the shallow boundary: its parent, which its patch is taken "
+                "against, is not in this clone" +
+                shallow_hint(repo));
   const char* summary = git_commit_summary(commit.get());
   found.subject = summary == nullptr ? "" : summary;
   const std::string subject = bare_subject(found.subject);
-  const DiffPtr diff = commit_diff(repo, commit.get());
+  const DiffPtr diff = show_diff(repo, commit.get());
   const std::set<std::string> paths = paths_of(diff.get());
   const std::vector<std::string> path_list(paths.begin(), paths.end());
-  found.patch_id = patch_id_of(diff.get());
+  found.has_patch_id = stable_patch_id(repo, diff.get(), found.patch_id);
   const SidePatch lines = report_patch(repo, commit.get(), options);
   const std::string hex = to_hex(found.commit);
 
@@ -310,25 +348,39 @@ FindResult find_ports(git_repository* repo, const Options& options) {
 
   // One walk over the union of the branches visits every commit once, however
   // many branches share it.
-  git_revwalk* walk_raw = nullptr;
-  check(git_revwalk_new(&walk_raw, repo), "walking the branches");
-  RevwalkPtr walk(walk_raw);
-  check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
-        "walking the branches");
-  for (const Branch& branch : branches)
-    check(git_revwalk_push(walk.get(), &branch.tip), "walking " + branch.name);
-  check(git_revwalk_hide(walk.get(), &found.commit), "walking the branches");
   std::vector<git_oid> candidates;
-  git_oid id;
-  int status;
-  while ((status = git_revwalk_next(&id, walk.get())) == 0) candidates.push_back(id);
-  if (status != GIT_ITEROVER) check(status, "walking the branches");
+  if (!boundary.empty()) {
+    // libgit2's revwalk fails at a shallow boundary: walk what is there (P26).
+    std::vector<git_oid> tips;
+    for (const Branch& branch : branches) tips.push_back(branch.tip);
+    candidates = walk_within(repo, tips, found.commit, boundary);
+  } else {
+    git_revwalk* walk_raw = nullptr;
+    check(git_revwalk_new(&walk_raw, repo), "walking the branches");
+    RevwalkPtr walk(walk_raw);
+    check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
+          "walking the branches");
+    for (const Branch& branch : branches)
+      check(git_revwalk_push(walk.get(), &branch.tip), "walking " + branch.name);
+    check(git_revwalk_hide(walk.get(), &found.commit), "walking the branches");
+    git_oid id;
+    int status;
+    while ((status = git_revwalk_next(&id, walk.get())) == 0) candidates.push_back(id);
+    if (status != GIT_ITEROVER) check(status, "walking the branches");
+  }
 
   std::vector<std::pair<Port, std::size_t>> ports;  // and where walked; newest first
+  std::vector<std::size_t> ends;                    // where walked: the boundary commits
   Reach reach(candidates, branches);
   Progress progress(candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     progress.tick(i + 1);
+    if (at_boundary(candidates[i])) {
+      // Its parents are not here: nothing flows on, and its patch cannot be taken.
+      ends.push_back(i);
+      found.history_ends.push_back(candidates[i]);
+      continue;
+    }
     CommitPtr candidate = lookup_commit(repo, candidates[i]);
     reach.flow(i, candidate.get(), found.commit);
     if (git_commit_parentcount(candidate.get()) != 1) continue;
@@ -345,10 +397,12 @@ FindResult find_ports(git_repository* repo, const Options& options) {
     TreePtr tree(tree_raw);
     TreePtr parent_tree = commit_tree(repo, *git_commit_parent_id(candidate.get(), 0));
     if (!path_list.empty() && touches_all(tree.get(), parent_tree.get(), path_list)) {
-      const DiffPtr candidate_diff = commit_diff(repo, candidate.get());
+      const DiffPtr candidate_diff = show_diff(repo, candidate.get());
       if (paths_of(candidate_diff.get()) == paths) {
-        const git_oid candidate_id = patch_id_of(candidate_diff.get());
-        port.by_patch_id = git_oid_equal(&candidate_id, &found.patch_id) != 0;
+        git_oid candidate_id;
+        port.by_patch_id = found.has_patch_id &&
+                           stable_patch_id(repo, candidate_diff.get(), candidate_id) &&
+                           git_oid_equal(&candidate_id, &found.patch_id) != 0;
         port.by_changed_lines =
             same_changed_lines(repo, lines, report_patch(repo, candidate.get(), options));
       }
@@ -359,25 +413,35 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   for (std::size_t b = 0; b < branches.size(); ++b) {
     BranchPorts& entry = found.branches.emplace_back();
     entry.branch = branches[b].name;
+    entry.twins = branches[b].twins;
     entry.contains_commit =
         git_oid_equal(&branches[b].tip, &found.commit) != 0 || reach.reaches_target(b);
+    for (std::size_t end : ends)
+      if (reach.reaches(end, b)) entry.history_ends.push_back(candidates[end]);
   }
-  // Each port goes to the first branch (version order) that contains it; the
-  // later ones inherited it. A branch that contains COMMIT needs no port: only
-  // evidence is listed there, never a same-subject hint (a recurring subject,
-  // a later change; case P25).
+  // Each port goes to one branch that contains it, its home; the others inherited
+  // it. The home is where the port was committed (P31): a branch with the port on
+  // its first-parent line — not one it reached by a merge — and of those the
+  // trunk (what HEAD names: release branches fork from it, so a port made there
+  // before they forked is the trunk's), else the first in version order. A branch
+  // that contains COMMIT needs no port: only evidence is listed there, never a
+  // same-subject hint (a recurring subject, a later change; case P25).
   for (const auto& [port, walked] : ports) {
-    const std::string* home = nullptr;
-    for (std::size_t b = 0; b < branches.size(); ++b) {
-      if (!reach.reaches(walked, b)) continue;
-      if (found.branches[b].contains_commit && !port.evidence()) continue;
-      if (home == nullptr) {
-        home = &found.branches[b].branch;
-        found.branches[b].ports.push_back(port);
-      } else {
-        found.branches[b].inherited.push_back({port.commit, *home});
-      }
-    }
+    std::vector<std::size_t> holders;
+    for (std::size_t b = 0; b < branches.size(); ++b)
+      if (reach.reaches(walked, b) && (!found.branches[b].contains_commit || port.evidence()))
+        holders.push_back(b);
+    if (holders.empty()) continue;
+    const auto rank = [&, at = walked](std::size_t b) {
+      return (reach.on_first_parent_line(at, b) ? 0 : 2) + (branches[b].trunk ? 0 : 1);
+    };
+    const std::size_t home =
+        *std::min_element(holders.begin(), holders.end(), [&](std::size_t a, std::size_t b) {
+          return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
+        });
+    found.branches[home].ports.push_back(port);
+    for (std::size_t b : holders)
+      if (b != home) found.branches[b].inherited.push_back({port.commit, branches[home].name});
   }
   return found;
 }

@@ -24,8 +24,12 @@ namespace portdiff {
  *     no context: a port onto a drifted baseline);
  *   - its subject is COMMIT's (a hint only: a port resolved by hand).
  * A branch that contains COMMIT says so. A port that several matched branches
- * contain is listed on the first of them in version order, and as inherited on
- * the others, so one commit is compared once.
+ * contain is listed on the one it was made on (first-parent line, then the trunk,
+ * then version order), and as inherited on the others, so one commit is compared
+ * once; a local branch and the remote-tracking branch it tracks, at the same
+ * commit, are one row.
+ * In a shallow clone the walk searches the history that is there and stops at the
+ * boundary commits (.git/shallow), which it records, per branch too (case P26).
  */
 struct Port final {
   git_oid commit{};
@@ -46,15 +50,26 @@ struct BranchPorts final {
   std::string branch;                    // short name: "release/2.9", "origin/release/2.9"
   bool contains_commit = false;          // COMMIT itself is in the branch's history
   std::vector<Port> ports;               // its own ports, newest first
-  std::vector<InheritedPort> inherited;  // ports listed under an earlier branch
+  std::vector<InheritedPort> inherited;  // ports listed under the branch they were made on
+  std::vector<std::string> twins;        // remote-tracking branches at the same commit it tracks
+  /// In a shallow clone: the boundary commits (.git/shallow) this branch's history
+  /// reaches, where the search ended; empty when it was searched to its roots.
+  std::vector<git_oid> history_ends;
 };
 
 struct FindResult final {
   git_oid commit{};
   git_oid patch_id{};
+  bool has_patch_id = true;  // false for an empty commit: git patch-id prints none
   std::string subject;
   std::size_t parents = 1;            // a merge has more; its patch is against the first
   std::vector<BranchPorts> branches;  // every branch the globs match, in version order
+  /// A shallow clone's boundary commits that the walk reached (case P26): the
+  /// history before them is not here, and their own patches cannot be taken (their
+  /// parents are missing), so they are walked through but never ports.
+  std::vector<git_oid> history_ends;
+  /// Whether the search was cut short: a branch's history ends at a shallow boundary.
+  bool cut() const { return !history_ends.empty(); }
 };
 
 /// Raises Error when COMMIT is unknown, not a commit or a root commit, and when no

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <queue>
 #include <set>
 #include <vector>
 
@@ -128,6 +130,62 @@ std::vector<git_oid> commits_between(git_repository* repo, const git_oid& base,
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [time, id] : dated) commits.push_back(id);
   return commits;
+}
+
+std::vector<git_oid> shallow_boundary(git_repository* repo) {
+  const OidSet roots = shallow_roots(repo);
+  return std::vector<git_oid>(roots.begin(), roots.end());
+}
+
+std::vector<git_oid> walk_within(git_repository* repo, const std::vector<git_oid>& tips,
+                                 const git_oid& hidden, const std::vector<git_oid>& boundary) {
+  const OidSet roots(boundary.begin(), boundary.end());
+  const OidSet excluded = ancestry_within(repo, hidden, roots);
+  // Every commit to list, with its time and the number of its children still to
+  // come; then Kahn's order: a commit is ready once all its children are out.
+  struct Node final {
+    git_time_t time = 0;
+    std::vector<git_oid> parents;  // those listed too
+    std::size_t children = 0;
+  };
+  std::map<git_oid, Node, OidLess> nodes;
+  std::vector<git_oid> todo(tips.begin(), tips.end());
+  while (!todo.empty()) {
+    const git_oid id = todo.back();
+    todo.pop_back();
+    if (excluded.count(id) != 0 || nodes.count(id) != 0) continue;
+    git_commit* raw = nullptr;
+    check(git_commit_lookup(&raw, repo, &id), "walking the branches");
+    CommitPtr commit(raw);
+    Node& node = nodes[id];
+    node.time = git_commit_time(commit.get());
+    if (roots.count(id) != 0) continue;
+    for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i) {
+      const git_oid parent = *git_commit_parent_id(commit.get(), i);
+      if (excluded.count(parent) != 0) continue;
+      node.parents.push_back(parent);
+      todo.push_back(parent);
+    }
+  }
+  for (const auto& entry : nodes)
+    for (const git_oid& parent : entry.second.parents) ++nodes.at(parent).children;
+  const auto older = [&](const git_oid& a, const git_oid& b) {
+    const git_time_t ta = nodes.at(a).time, tb = nodes.at(b).time;
+    return ta != tb ? ta < tb : git_oid_cmp(&a, &b) > 0;
+  };
+  std::priority_queue<git_oid, std::vector<git_oid>, decltype(older)> ready(older);
+  for (const auto& [id, node] : nodes)
+    if (node.children == 0) ready.push(id);
+  std::vector<git_oid> order;
+  order.reserve(nodes.size());
+  while (!ready.empty()) {
+    const git_oid id = ready.top();
+    ready.pop();
+    order.push_back(id);
+    for (const git_oid& parent : nodes.at(id).parents)
+      if (--nodes.at(parent).children == 0) ready.push(parent);
+  }
+  return order;
 }
 
 std::string shallow_hint(git_repository* repo) {

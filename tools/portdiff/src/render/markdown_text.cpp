@@ -7,15 +7,17 @@
 
 namespace portdiff {
 
-/// Already printable text (no newline) as inline code that survives a table cell:
-/// '|' escaped for the table, a backtick fence longer than any run inside.
-std::string code_span(const std::string& text) {
+namespace {
+
+/// Already printable text (no newline) as inline code: a backtick fence longer
+/// than any run inside, and in a table cell '|' escaped.
+std::string fenced(const std::string& text, bool in_table) {
   std::string escaped;
   std::size_t run = 0, longest = 0;
   for (char c : text) {
     run = c == '`' ? run + 1 : 0;
     longest = std::max(longest, run);
-    if (c == '|') escaped += '\\';
+    if (c == '|' && in_table) escaped += '\\';
     escaped += c;
   }
   const std::string fence(longest + 1, '`');
@@ -24,9 +26,13 @@ std::string code_span(const std::string& text) {
   return pad ? fence + " " + escaped + " " + fence : fence + escaped + fence;
 }
 
-/// A name as inline code, quoted as git quotes paths (quote.h) so it has no
-/// newline and distinct names stay distinct.
-std::string code(const std::string& raw) { return code_span(quote(raw)); }
+}  // namespace
+
+std::string code_span(const std::string& text) { return fenced(text, true); }
+
+std::string code(const std::string& raw) { return fenced(quote(raw), true); }
+
+std::string code_text(const std::string& raw) { return fenced(quote(raw), false); }
 
 /// Plain text for Markdown: the bytes that can start inline markup or split a
 /// table cell are backslash-escaped (CommonMark allows it for any punctuation), so

@@ -181,6 +181,10 @@ std::string other_head_note(const FileVerdict& row, const NameStyle& name) {
   if (!change.binary && change.lines.added.size() > 0)
     note += ", holding " + std::to_string(row.other_head.held) + " of the " +
             plural(change.lines.added.size(), "added line");
+  if (!change.binary && change.lines.deleted.size() > 0)
+    note += std::string(change.lines.added.size() > 0 ? " and" : ",") + " still holding " +
+            std::to_string(row.other_head.held_deleted) + " of the " +
+            plural(change.lines.deleted.size(), "deleted line");
   return note;
 }
 
@@ -248,8 +252,8 @@ std::string side_name(const ResolvedRange& range, const char* side) {
 }
 
 std::string markdown_range(const ResolvedRange& range, const char* side) {
-  std::string out = std::string("- ") + side + " " + code(range.label);
-  if (range.named && range.label != range.spec) out += " (" + code(range.spec) + ")";
+  std::string out = std::string("- ") + side + " " + code_text(range.label);
+  if (range.named && range.label != range.spec) out += " (" + code_text(range.spec) + ")";
   out += ": `" + to_hex(range.base) + ".." + to_hex(range.head) + "` — " +
          plural(range.commits.size(), "commit") + "\n";
   for (std::size_t i = 0; i < range.commits.size() && i < header_commits; ++i)

@@ -32,6 +32,13 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
+/// The branch and the remote-tracking twins folded into it: `main = origin/main`.
+std::string branch_title(const BranchPorts& branch) {
+  std::string title = branch.branch;
+  for (const std::string& twin : branch.twins) title += " = " + twin;
+  return title;
+}
+
 std::string short_hex(const git_oid& id) { return to_hex(id).substr(0, 12); }
 
 /// One line of the listing: a commit or a phrase, and how it was found.
@@ -50,7 +57,20 @@ std::vector<ListingLine> branch_lines(const BranchPorts& branch, bool full_ids) 
   for (const InheritedPort& port : branch.inherited)
     lines.push_back({id(port.commit), true, "inherited (listed on " + port.from + ")"});
   if (lines.empty()) lines.push_back({"no port", false, ""});
+  for (const git_oid& end : branch.history_ends)
+    lines.push_back(
+        {"history ends at " + id(end) + " (shallow clone)", false, "older commits not searched"});
   return lines;
+}
+
+/// What a shallow clone left unsearched (case P26); empty when nothing was cut.
+std::string shallow_note(const FindResult& found) {
+  if (!found.cut()) return "";
+  const std::size_t n = found.history_ends.size();
+  return "shallow clone: the search ends at " + std::to_string(n) + " boundary commit" +
+         (n == 1 ? "" : "s") +
+         "; the commits before them, and the boundary commits' own patches, were not "
+         "searched (deepen with git fetch --deepen=N or --unshallow)";
 }
 
 std::string merge_note(const FindResult& found) {
@@ -62,12 +82,16 @@ std::string merge_note(const FindResult& found) {
 std::string markdown_listing(const FindResult& found) {
   std::ostringstream out;
   out << "# Ports of `" << to_hex(found.commit) << "`\n\n";
-  out << md_text(found.subject) << " — patch-id `" << to_hex(found.patch_id) << "`\n\n";
+  out << md_text(found.subject) << " — "
+      << (found.has_patch_id ? "patch-id `" + to_hex(found.patch_id) + "`"
+                             : "no patch-id (the commit changes nothing)")
+      << "\n\n";
   if (!merge_note(found).empty()) out << md_text(merge_note(found)) << ".\n\n";
+  if (found.cut()) out << "**" << md_text(shallow_note(found)) << ".**\n\n";
   out << "| branch | port | found by |\n|---|---|---|\n";
   for (const BranchPorts& branch : found.branches)
     for (const ListingLine& line : branch_lines(branch, true))
-      out << "| " << code(branch.branch) << " | "
+      out << "| " << code(branch_title(branch)) << " | "
           << (line.is_commit ? "`" + line.what + "`" : line.what) << " | "
           << (line.how.empty() ? "—" : md_text(line.how)) << " |\n";
   return out.str();
@@ -77,17 +101,26 @@ std::string text_listing(const FindResult& found) {
   std::ostringstream out;
   out << "commit    " << to_hex(found.commit) << "  " << quote(found.subject) << "\n";
   if (!merge_note(found).empty()) out << "          " << merge_note(found) << "\n";
-  out << "patch-id  " << to_hex(found.patch_id) << "\n";
+  out << "patch-id  "
+      << (found.has_patch_id ? to_hex(found.patch_id) : "none (the commit changes nothing)")
+      << "\n";
+  if (found.cut()) out << "          " << shallow_note(found) << "\n";
   std::size_t width = 6;
   for (const BranchPorts& branch : found.branches)
-    width = std::max(width, quote(branch.branch).size());
+    width = std::max(width, quote(branch_title(branch)).size());
   for (const BranchPorts& branch : found.branches) {
-    const std::string name = quote(branch.branch);
+    const std::string name = quote(branch_title(branch));
     const std::string padded = name + std::string(width + 2 - name.size(), ' ');
     for (const ListingLine& line : branch_lines(branch, false))
       out << padded << line.what << (line.how.empty() ? "" : "  " + line.how) << "\n";
   }
   return out.str();
+}
+
+json hex_list(const std::vector<git_oid>& ids) {
+  json list = json::array();
+  for (const git_oid& id : ids) list.push_back(to_hex(id));
+  return list;
 }
 
 std::string json_document(const FindReport& report, const Options& options) {
@@ -110,9 +143,11 @@ std::string json_document(const FindReport& report, const Options& options) {
     }
     json entry = json::object();
     entry["branch"] = branch.branch;
+    entry["twins"] = branch.twins;
     entry["contains_commit"] = branch.contains_commit;
     entry["ports"] = std::move(ports);
     entry["inherited"] = std::move(inherited);
+    entry["history_ends"] = hex_list(branch.history_ends);
     branches.push_back(std::move(entry));
   }
   json document = json::object();
@@ -120,8 +155,10 @@ std::string json_document(const FindReport& report, const Options& options) {
   document["commit"] = to_hex(found.commit);
   document["subject"] = found.subject;
   document["parents"] = found.parents;
-  document["patch_id"] = to_hex(found.patch_id);
+  document["patch_id"] = found.has_patch_id ? json(to_hex(found.patch_id)) : json(nullptr);
   document["branches"] = std::move(branches);
+  document["complete"] = !found.cut();
+  document["history_ends"] = hex_list(found.history_ends);
   if (report.reports.size() == 1) {
     document["report"] = report_json(report.reports.front(), options);
   } else if (!report.reports.empty()) {

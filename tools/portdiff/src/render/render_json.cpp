@@ -92,6 +92,7 @@ json report_json(const Report& report, const Options& options) {
       other["path"] = row.other_path;
       other["exists"] = row.other_head.exists;
       other["holds_added"] = row.other_head.held;
+      other["holds_deleted"] = row.other_head.held_deleted;
       file["other_head"] = std::move(other);
     } else {
       file["other_head"] = nullptr;

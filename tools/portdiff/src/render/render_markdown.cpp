@@ -123,7 +123,7 @@ void test_section(std::ostringstream& out, const Report& report) {
   }
   out << test_functions_preamble;
   for (const TestFileComparison& file : report.tests)
-    out << markdown_test_file(file, "### " + code(file.path));
+    out << markdown_test_file(file, "### " + code_text(file.path));
 }
 
 }  // namespace
@@ -173,8 +173,8 @@ std::string render_markdown(const Report& report, const Options& options) {
   const Totals& t = report.totals;
   std::ostringstream out;
   if (!options.brief)
-    out << "# Backport comparison: " << code(report.source.label) << " vs "
-        << code(report.target.label) << "\n\n";
+    out << "# Backport comparison: " << code_text(report.source.label) << " vs "
+        << code_text(report.target.label) << "\n\n";
   out << "**" << md_text(verdict_line(report)) << ".**\n\n";
   if (options.brief) {
     brief_table(out, report);

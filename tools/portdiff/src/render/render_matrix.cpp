@@ -67,7 +67,7 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
   const Report& any = pairs.front();
   std::ostringstream out;
   if (!options.brief)
-    out << "# Port matrix: " << code(any.source.label) << " against " << pairs.size()
+    out << "# Port matrix: " << code_text(any.source.label) << " against " << pairs.size()
         << " targets\n\n";
   out << "**" << md_text(matrix_verdict_line(matrix)) << ".**\n\n";
 
@@ -126,7 +126,7 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
       const std::string header =
           row_notes(*cell, [](const std::string& name) { return code(name); });
       if (!header.empty()) remarks = header + (remarks.empty() ? "" : "; " + remarks);
-      notes << "- " << code(row.path) << " × " << code(pairs[t].target.label) << ": "
+      notes << "- " << code_text(row.path) << " × " << code_text(pairs[t].target.label) << ": "
             << md_text(difference_description(cell->difference))
             << (remarks.empty() ? "" : "; " + remarks) << "\n";
     }
@@ -141,7 +141,8 @@ std::string render_matrix_markdown(const Matrix& matrix, const Options& options)
     if (any_tests) out << test_functions_preamble;
     for (const Report& pair : pairs)
       for (const TestFileComparison& file : pair.tests)
-        out << markdown_test_file(file, "### " + code(file.path) + " × " + code(pair.target.label));
+        out << markdown_test_file(
+            file, "### " + code_text(file.path) + " × " + code_text(pair.target.label));
   }
   std::string text = out.str();
   while (text.size() >= 2 && text[text.size() - 2] == '\n') text.pop_back();

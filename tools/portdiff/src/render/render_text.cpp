@@ -81,10 +81,22 @@ std::string render_text(const Report& report, const Options& options) {
         << " only-source, " << t.only_target << " only-target\n";
   }
 
+  // Columns fit what they hold (P32): the side columns their heading and every
+  // count; the file column its longest path up to 60 columns — a longer path
+  // takes a line of its own, the columns following on the next.
+  constexpr std::size_t widest_file = 60;
   std::size_t width = 4;
   for (const FileVerdict& row : report.files)
     width = std::max(width, display_width(quote(row.path)));
-  width = std::min<std::size_t>(width + 2, 60);
+  width = std::min<std::size_t>(width + 2, widest_file);
+  const std::string source_name = side_name(report.source, "source");
+  const std::string target_name = side_name(report.target, "target");
+  std::size_t source_width = std::max<std::size_t>(12, display_width(quote(source_name)) + 2);
+  std::size_t target_width = std::max<std::size_t>(12, display_width(quote(target_name)) + 2);
+  for (const FileVerdict& row : report.files) {
+    if (row.source) source_width = std::max(source_width, counts(*row.source).size() + 2);
+    if (row.target) target_width = std::max(target_width, counts(*row.target).size() + 2);
+  }
 
   for (Verdict verdict :
        {Verdict::identical, Verdict::different, Verdict::only_source, Verdict::only_target}) {
@@ -95,13 +107,18 @@ std::string render_text(const Report& report, const Options& options) {
       if (!heading) {
         out << "\n"
             << color.bold << color.of(verdict) << verdict_name(verdict) << color.reset << "\n";
-        out << "  " << padded("file", width) << padded(side_name(report.source, "source"), 12)
-            << padded(side_name(report.target, "target"), 12) << "\n";
+        out << "  " << padded("file", width) << padded(source_name, source_width)
+            << padded(target_name, target_width) << "\n";
         heading = true;
       }
-      out << "  " << color.of(verdict) << padded(row.path, width) << color.reset
-          << padded(row.source ? counts(*row.source) : "-", 12)
-          << padded(row.target ? counts(*row.target) : "-", 12) << remarks_of(row) << "\n";
+      if (display_width(quote(row.path)) + 1 > width)
+        out << "  " << color.of(verdict) << quote(row.path) << color.reset << "\n  "
+            << std::string(width, ' ');
+      else
+        out << "  " << color.of(verdict) << padded(row.path, width) << color.reset;
+      out << padded(row.source ? counts(*row.source) : "-", source_width)
+          << padded(row.target ? counts(*row.target) : "-", target_width) << remarks_of(row)
+          << "\n";
     }
   }
   if (options.brief) return trim_line_ends(out.str());
