@@ -131,7 +131,7 @@ def test_largest_max_entries_reaches_the_runtime():
         assert torch.equal(fn(x), x * 3 - 1)
     stats = graphdispatch.stats()
     assert stats["routes"] == {"graph_only": 1} and stats["captures"] == 1
-    assert stats["replays"] >= 2 and stats["fallbacks"] == {}
+    assert stats["replays"] == 2 and stats["fallbacks"] == {}
 
 
 def test_options_cannot_be_deleted():
@@ -180,7 +180,7 @@ def test_alias_attribute_reaches_a_compile():
         assert torch.allclose(fn(x, y), torch.relu(x @ y) + 1)
     stats = graphdispatch.stats()
     assert stats["routes"] == {"graph_only": 1}
-    assert stats["captures"] == 1 and stats["replays"] >= 3 and stats["fallbacks"] == {}
+    assert stats["captures"] == 1 and stats["replays"] == 3 and stats["fallbacks"] == {}
 
 
 # ---- environment variables ------------------------------------------------------------------

@@ -83,7 +83,8 @@ def test_graph_route_matches_eager(make, inputs, graph):
             got = run(model, inputs(step), compiled)
             torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
     stats = graphdispatch.stats()
-    assert stats["routes"].get("graph_only", 0) >= 1
-    assert stats["captures"] >= 1
-    assert stats["replays"] >= 3
+    # Each graph (a graph break makes more than one) captures its one signature once, then
+    # every call of it replays.
+    graphs = stats["routes"]["graph_only"]
+    assert stats["captures"] == graphs and stats["replays"] == 3 * graphs, stats
     assert stats["fallbacks"] == {}

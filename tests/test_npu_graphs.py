@@ -36,4 +36,5 @@ def test_capture_is_not_invalidated_by_another_threads_allocations():
         stop.set()
         thread.join()
     assert graphdispatch.stats()["fallbacks"] == {}
-    assert graphdispatch.stats()["captures"] >= 1
+    # 8 on the first graph, 16 and 24 on the one Dynamo recompiles with a dynamic size.
+    assert graphdispatch.stats()["captures"] == 3

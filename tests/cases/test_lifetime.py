@@ -49,7 +49,8 @@ def test_c34_deleting_the_model_frees_its_weights_and_entries(options):
             x = torch.randn(batch, 8)
             torch.testing.assert_close(G(x), model(x))
     during = stats()
-    assert during["captures"] >= 1 and during["fallbacks"] == {}
+    # Batch 2 on the first graph; batch 3 on the graph Dynamo recompiles with a dynamic batch.
+    assert during["captures"] == 2 and during["fallbacks"] == {}, during
 
     weight = weakref.ref(model.lin.weight)
     del model, G
