@@ -45,16 +45,15 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch._dynamo
+from results_md import write_section  # bench/ is on sys.path when run
 
 import graphdispatch
 from graphdispatch.tiny_pipelines import build
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 SECTION = "## CPU graph"
 
 
@@ -355,13 +354,7 @@ def write(text: str, verdicts: list[str]) -> None:
         "See the docstring of bench/cpu_graph.py for what each column runs.\n\n"
         f"```\n{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
     )
-    old = RESULTS.read_text() if RESULTS.exists() else ""
-    start = old.find(SECTION)
-    if start < 0:
-        RESULTS.write_text(old.rstrip("\n") + "\n\n" + body)
-        return
-    end = old.find("\n## ", start + len(SECTION))
-    RESULTS.write_text(old[:start] + body + (old[end + 1 :] if end >= 0 else ""))
+    write_section(body)
 
 
 def main(argv: list[str] | None = None) -> int:

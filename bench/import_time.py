@@ -21,15 +21,15 @@ import argparse
 import json
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from results_md import RESULTS, write_section  # bench/ is on sys.path when run
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Import time"
 TARGET_MS = 20.0
 TARGET_FRACTION = 0.05
@@ -140,16 +140,6 @@ in-process figure. B - A of the whole-process wall medians is the same cost seen
 start-up and the run-to-run spread of `import torch` (compare A's and B's in-process `import
 torch` medians), which on a shared machine is larger than the cost itself, in either direction.
 """
-
-
-def write_section(text: str) -> None:
-    existing = RESULTS.read_text() if RESULTS.exists() else ""
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.M | re.S)
-    if pattern.search(existing):
-        updated = pattern.sub(lambda _: text.rstrip("\n") + "\n\n", existing, count=1)
-    else:
-        updated = existing.rstrip("\n") + ("\n\n" if existing else "") + text
-    RESULTS.write_text(updated.rstrip("\n") + "\n")
 
 
 def main() -> int:

@@ -42,7 +42,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -55,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from results_md import write_section  # bench/ is on sys.path when run
 
 import graphdispatch
 from graphdispatch import _C
@@ -67,7 +67,6 @@ TARGETS = {64: 0.2, 1: 0.45}
 TARGET_N = 64  # the N the verdict breaks down
 NUMEL = 16
 ALIGNMENT_BYTES = 16  # the C++ key's storage-offset alignment
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 SECTION = "## Replay host overhead"
 RANGES_SECTION = "## Profiler ranges, profiler off"
 
@@ -312,16 +311,6 @@ def compare_extensions(current: Path, baseline: Path, repeats: int, calls: int) 
     return "\n".join(lines), verdict
 
 
-def write_section(body: str, section: str = SECTION) -> None:
-    text = RESULTS.read_text() if RESULTS.exists() else ""
-    pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.M | re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: body.rstrip("\n") + "\n\n", text, count=1)
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + body
-    RESULTS.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -362,8 +351,7 @@ def main() -> None:
                 f"above, C++ runner only, profiler off: each repeat is one fresh process per "
                 f'extension, in rotated order, same Python sources; "control" is the baseline '
                 f"extension again, so its column shows the process-to-process noise.\n\n"
-                f"```\n{table}\n```\n\n{verdict}\n",
-                RANGES_SECTION,
+                f"```\n{table}\n```\n\n{verdict}\n"
             )
         return
     with torch.no_grad():

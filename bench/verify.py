@@ -39,7 +39,7 @@ from graphdispatch import _C
 from graphdispatch.device_graphs import make_factory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import write_section  # noqa: E402  (the same RESULTS.md section writer)
+from results_md import write_section  # noqa: E402
 
 SECTION = "## Replay verification"
 # The docstring's paragraphs between the command and the last one (which names this section).
@@ -130,8 +130,7 @@ def main() -> None:
         write_section(
             f"{SECTION}\n\nCommand (from the repository root):\n\n```\n"
             f".venv/bin/python bench/verify.py\n```\n\n{DESCRIPTION}"
-            f"\n\n```\n{table}\n```\n\n{verdict}\n",
-            SECTION,
+            f"\n\n```\n{table}\n```\n\n{verdict}\n"
         )
 
 

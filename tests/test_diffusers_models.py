@@ -8,21 +8,7 @@ import torch
 import graphdispatch
 
 diffusers = pytest.importorskip("diffusers")
-
-
-def tiny_unet():
-    return diffusers.UNet2DConditionModel(
-        sample_size=8,
-        in_channels=4,
-        out_channels=4,
-        layers_per_block=1,
-        block_out_channels=(32, 64),
-        norm_num_groups=8,
-        cross_attention_dim=32,
-        attention_head_dim=8,
-        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
-    )
+from graphdispatch.tiny_pipelines import tiny_unet  # noqa: E402
 
 
 def tiny_dit():

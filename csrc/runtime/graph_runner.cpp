@@ -9,10 +9,24 @@
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
+#include <functional>
+#include <string>
 #include <tuple>
 #include <utility>
 
 namespace graphdispatch {
+
+namespace {
+
+// Counts `evicted` evictions; the first time for `logged`, logs `message()`.
+void note_evictions(std::size_t evicted, std::atomic<bool>& logged, const LogSink& log,
+                    const std::function<std::string()>& message) {
+  if (evicted == 0) return;
+  Stats::get().evictions.fetch_add(static_cast<std::int64_t>(evicted), std::memory_order_relaxed);
+  if (!logged.exchange(true) && log) log(message());
+}
+
+}  // namespace
 
 GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
                          std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options)
@@ -191,34 +205,21 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     over_process_budget =
         ProcessBudget::get().enforce(options_.max_total_entry_bytes, options_.eviction, this, sig);
   }
-  if (!over_process_budget.empty()) {
-    stats.evictions.fetch_add(static_cast<std::int64_t>(over_process_budget.size()),
-                              std::memory_order_relaxed);
-    if (!over_process_budget_logged_.exchange(true) && options_.log) {
-      options_.log(
-          "the entries of all compiled graphs hold more than max_total_entry_bytes=" +
-          std::to_string(options_.max_total_entry_bytes) + ": evicting across graphs, " +
-          (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest") +
-          " first");
-    }
-  }
-  if (displaced) {
-    stats.evictions.fetch_add(1, std::memory_order_relaxed);
-    if (!evicting_logged_.exchange(true) && options_.log) {
-      options_.log("entry cache full (max_entries=" + std::to_string(options_.max_entries) +
-                   "): evicting; input signatures keep changing, which defeats graph reuse");
-    }
-  }
-  if (!over_budget.empty()) {
-    stats.evictions.fetch_add(static_cast<std::int64_t>(over_budget.size()),
-                              std::memory_order_relaxed);
-    if (!over_budget_logged_.exchange(true) && options_.log) {
-      options_.log(
-          "entries hold more than max_entry_bytes=" + std::to_string(options_.max_entry_bytes) +
-          ": evicting " +
-          (options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest"));
-    }
-  }
+  const std::string order =
+      options_.eviction == Eviction::kLru ? "the least recently used" : "the oldest";
+  note_evictions(over_process_budget.size(), over_process_budget_logged_, options_.log, [&] {
+    return "the entries of all compiled graphs hold more than max_total_entry_bytes=" +
+           std::to_string(options_.max_total_entry_bytes) + ": evicting across graphs, " + order +
+           " first";
+  });
+  note_evictions(displaced ? 1 : 0, evicting_logged_, options_.log, [&] {
+    return "entry cache full (max_entries=" + std::to_string(options_.max_entries) +
+           "): evicting; input signatures keep changing, which defeats graph reuse";
+  });
+  note_evictions(over_budget.size(), over_budget_logged_, options_.log, [&] {
+    return "entries hold more than max_entry_bytes=" + std::to_string(options_.max_entry_bytes) +
+           ": evicting " + order;
+  });
   if (!entry->is_negative() && options_.watch) {
     std::vector<at::Tensor> statics;
     for (std::size_t i = 0; i < inputs.size(); ++i) {

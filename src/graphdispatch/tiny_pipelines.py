@@ -96,10 +96,13 @@ def _embeddings(*shapes: tuple[int, ...]) -> list[torch.Tensor]:
     return [torch.randn(*shape) for shape in shapes]
 
 
-def build_sd() -> tuple[Any, str, dict[str, Any]]:
-    from diffusers import DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+def tiny_unet() -> Any:
+    """The demo's tiny ``UNet2DConditionModel``, weights drawn from the global generator: 8x8
+    latents of 4 channels, blocks of 32 and 64 channels (one cross-attention block each way),
+    text features of 32."""
+    from diffusers import UNet2DConditionModel
 
-    unet = UNet2DConditionModel(
+    return UNet2DConditionModel(
         sample_size=8,
         in_channels=4,
         out_channels=4,
@@ -111,6 +114,12 @@ def build_sd() -> tuple[Any, str, dict[str, Any]]:
         down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
         up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
     )
+
+
+def build_sd() -> tuple[Any, str, dict[str, Any]]:
+    from diffusers import DDIMScheduler, StableDiffusionPipeline
+
+    unet = tiny_unet()
     scheduler = DDIMScheduler(
         num_train_timesteps=1000,
         beta_start=0.00085,
