@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,37 +90,18 @@ def test_python_only_options_are_unknown_to_the_runtime(option):
         make_runner(**{option.name: option.default})
 
 
-def usage_rows() -> list[list[str]]:
-    """The cells of every table row of docs/usage.md that starts with a code span."""
-    return [
-        [cell.strip() for cell in line.strip("| ").split(" | ")]
-        for line in USAGE.read_text(encoding="utf-8").splitlines()
-        if line.startswith("| `")
-    ]
-
-
-def test_usage_tables_list_every_option_default_alias_and_variable():
-    # Options: "| `name`[, `name`] | type | `default`[, `default`] | meaning |"; aliases and
-    # environment variables: "| `other name` | `option` |".
-    defaults, other_names = {}, {}
-    for cells in usage_rows():
-        if len(cells) == 4:
-            names, values = re.findall(r"`(\w+)`", cells[0]), re.findall(r"`([^`]+)`", cells[2])
-            if len(names) == len(values):
-                defaults.update(zip(names, values))
-        elif len(cells) == 2:
-            other_names[cells[0].strip("`")] = cells[1].strip("`")
-    for option in config.OPTIONS:
-        text = defaults[option.name]
-        if option.type is float:
-            assert float(text) == option.default, option.name
-        elif option.type is str:
-            assert text == f'"{option.default}"', option.name
-        else:
-            assert text == str(option.default), option.name
-        assert other_names[config.ENV_PREFIX + option.name.upper()] == option.name
-    for alias, name in config.ALIASES.items():
-        assert other_names[alias] == name
+def test_usage_tables_are_the_ones_made_from_the_options():
+    # Each option is described once, in its Option record; docs/usage.md's tables are made
+    # from the records (scripts/option_tables.py) and must be what it makes now.
+    sys.path.insert(0, str(USAGE.parent.parent / "scripts"))
+    try:
+        import option_tables
+    finally:
+        sys.path.pop(0)
+    held = option_tables.regions(USAGE.read_text(encoding="utf-8"))
+    assert held == option_tables.tables(), (
+        "docs/usage.md's option tables are stale: run .venv/bin/python scripts/option_tables.py"
+    )
 
 
 def test_readme_options_table_gives_every_default_and_alias():

@@ -46,12 +46,14 @@ _FLOAT_MAX = sys.float_info.max
 class Option:
     """One option: the single definition every layer derives from.
 
-    ``type`` is bool, int, float or str. ``low``/``high``: inclusive bounds of an int or float
-    option (every int reaches the C++ runtime as int64_t; a float must also be finite).
-    ``choices``: the valid values of a str option. ``aliases``: other names it answers to
-    (MindIE-SD's ``aclgraph_*``). ``runtime``: the C++ runtime acts on it (a ``RunnerOptions``
-    field of the same name, set through ``_C.GraphRunner(**options)``, whose default must be this
-    one; tests/test_option_layers.py checks both layers agree).
+    ``doc``: what the option does, in Markdown; the one telling of it, rendered into
+    docs/usage.md's table by scripts/option_tables.py. ``type`` is bool, int, float or str.
+    ``low``/``high``: inclusive bounds of an int or float option (every int reaches the C++
+    runtime as int64_t; a float must also be finite). ``choices``: the valid values of a str
+    option. ``aliases``: other names it answers to (MindIE-SD's ``aclgraph_*``). ``runtime``:
+    the C++ runtime acts on it (a ``RunnerOptions`` field of the same name, set through
+    ``_C.GraphRunner(**options)``, whose default must be this one; tests/test_option_layers.py
+    checks both layers agree).
     """
 
     name: str
@@ -86,21 +88,24 @@ OPTIONS: tuple[Option, ...] = (
         "graph_with_compile",
         bool,
         False,
-        "Compile with Inductor (its own cudagraphs off), then capture; wins over graph_only.",
+        "Compile with Inductor (its own cudagraphs off), then capture the compiled "
+        "function. Wins over `graph_only` when both are set.",
         aliases=("aclgraph_with_compile",),
     ),
     Option(
         "lazy_capture",
         bool,
         False,
-        "Capture at the first call instead of at compile time. Either way the graph reads "
-        "entry-owned buffers, never the caller's memory.",
+        "Capture at the first call instead of at compile time. Either way the graph reads"
+        " buffers the entry owns, never the caller's tensors.",
         aliases=("aclgraph_lazy_capture",),
     ),
     _count(
         "max_entries",
         0,
-        "Cached graphs per compiled graph; 0 = unbounded; a full cache evicts.",
+        "Cached graphs per compiled graph; `0` = unbounded. A full cache evicts (a log "
+        "line says when eviction starts: it usually means dynamic shapes defeat the "
+        "cache).",
         aliases=("aclgraph_max_entries",),
         runtime=True,
     ),
@@ -108,7 +113,7 @@ OPTIONS: tuple[Option, ...] = (
         "eviction",
         str,
         "fifo",
-        'Which entry a full cache evicts: "fifo" (MindIE-SD\'s) or "lru".',
+        "Which entry a full cache evicts.",
         choices=("fifo", "lru"),
         runtime=True,
     ),
@@ -116,17 +121,15 @@ OPTIONS: tuple[Option, ...] = (
         "safe_output_mode",
         bool,
         True,
-        "Return clones of the graph's outputs. When False the caller gets the graph's static "
-        "outputs; one still referenced when its entry replays again is first copied into "
-        "memory of its own.",
+        "Return clones of the graph's outputs (see below).",
         runtime=True,
     ),
     _count(
         "warmup_iters",
         1,
-        "Eager runs before capture, on a warmup stream apart from the capture stream, so lazy "
-        "library setup (cuBLAS handles) happens outside the capture (docs/usage.md, "
-        '"Workspaces"); 0 warns once on a device graph.',
+        "Eager runs before capture, on a warmup stream apart from the capture stream, so "
+        'lazy library setup (cuBLAS handles) happens outside the capture (see "CUDA '
+        'graphs: pools, workspaces, streams"). `0` on a device graph logs one warning.',
         runtime=True,
     ),
     Option(
@@ -140,59 +143,80 @@ OPTIONS: tuple[Option, ...] = (
         "device_graph",
         str,
         "auto",
-        'Which device graph captures: "auto" (CUDA, else NPU, else torch.accelerator.Graph; '
-        'for CPU inputs on graph_only the CPU graph; never "emulated"), "cuda", "npu", '
-        '"accelerator", "cpu" (ops recorded once, replayed from C++), or "emulated" (re-runs '
-        "the work; tests, Inductor).",
+        "Which device graph captures. `auto` tries CUDA, then NPU (torch_npu), then "
+        "`torch.accelerator.Graph`; for CPU inputs on `graph_only` it picks the CPU graph"
+        ' (see "The CPU graph"). It never picks `emulated`, which re-runs the work on '
+        "every replay (same static-buffer semantics, no speed-up): for Inductor's output "
+        "on the CPU and for tests.",
         choices=("auto", "cuda", "npu", "accelerator", "cpu", "emulated"),
     ),
     _count(
         "max_entry_bytes",
         0,
-        "Bytes the cached graphs of one compiled graph may hold (input buffers plus the graph "
-        "pool memory each capture added, or its static outputs where there is no pool); 0 = "
-        "unbounded. Over it, eviction (as `eviction` says) drops entries; a single entry over "
-        "it is kept.",
+        "Bytes the cached graphs of one compiled graph may hold; `0` = unbounded. An "
+        "entry holds its input buffers plus the graph-pool memory its capture added "
+        "(measured around the capture on devices with a pool; on the CPU graph its arena "
+        "and constants; on the emulated graph, its static outputs). Over the budget, "
+        'entries are evicted as `eviction` says (counted in `stats()["evictions"]`, one '
+        "log line when it starts); the entry just captured is never evicted, so one entry"
+        " alone over the budget stays, nor is a negative entry (a cached refusal holds no"
+        " bytes).",
         runtime=True,
     ),
     _count(
         "max_total_entry_bytes",
         0,
-        "Bytes the cached graphs of every compiled graph of the process may hold together "
-        "(counted as max_entry_bytes counts them); 0 = unbounded. Over it, a capture evicts "
-        "across all compiled graphs, oldest (fifo) or least recently used (lru) first as its "
-        "`eviction` says; the entry just captured is kept. Two experts, regional compilation "
-        "and recompiles share one budget.",
+        "Bytes the cached graphs of **every** compiled graph of the process may hold "
+        "together, counted as `max_entry_bytes` counts them (measured: input buffers plus"
+        " graph-pool memory on devices, arena and constants on the CPU graph, static "
+        "outputs on the emulated graph); `0` = off. Two experts (Wan 2.2's `transformer` "
+        "/ `transformer_2`), regional compilation (one graph per block kind, an entry per"
+        " block instance) and recompiles then share one budget. When a capture brings the"
+        " total over it, entries are evicted across all compiled graphs, the oldest "
+        "captured (`fifo`) or least recently used (`lru`) first as the capturing graph's "
+        '`eviction` says (counted in `stats()["evictions"]`, one log line when it '
+        "starts); the entry just captured is kept, so one entry alone over the budget "
+        "stays. Set it once for the process (`GRAPHDISPATCH_MAX_TOTAL_ENTRY_BYTES` or "
+        "`graphdispatch.config.max_total_entry_bytes`); given per compile, each graph "
+        "applies its own value when it captures (case C49).",
         runtime=True,
     ),
     _count(
         "verify_replays",
         0,
-        "The first K replays of each entry also run the non-graph path on copies of the "
-        "inputs and compare every output; a mismatch warns, disables the entry and returns "
-        "the non-graph result.",
+        "The first K replays of each entry also run the non-graph path (the route's "
+        "callable: the FX graph on `graph_only`, Inductor's compiled function on "
+        '`graph_with_compile`, never eager PyTorch; see "Numerics per route") on clones '
+        "of the dynamic inputs, from the same RNG state, and compare every output. A "
+        "mismatch logs one WARNING (output index, max difference, signature), replaces "
+        "the entry by a negative one (fallback reason `verify_mismatch`: later calls run "
+        "without a graph) and returns the non-graph result, with the non-graph values "
+        "written to the inputs the graph writes. Counted in "
+        '`stats()["verified_replays"]`. Costs one non-graph run and one clone of the '
+        "dynamic inputs per verified replay.",
         runtime=True,
     ),
     _tolerance(
         "verify_rtol",
         1e-5,
-        "Relative tolerance of that comparison on the graph_with_compile route "
-        "(graph_only compares exactly): |replay - expected| <= verify_atol + verify_rtol "
-        "* |expected|.",
+        "Relative tolerance of that comparison on the `graph_with_compile` route: "
+        "`|replay − expected| ≤ verify_atol + verify_rtol·|expected|`. On `graph_only` "
+        "the comparison is exact (NaN equals NaN).",
     ),
-    _tolerance("verify_atol", 1e-6, "Absolute tolerance of that comparison (see verify_rtol)."),
+    _tolerance("verify_atol", 1e-6, "Absolute tolerance of that comparison (see `verify_rtol`)."),
     # PyTorch's cudagraph trees bound re-recording for the same reason
     # (triton.cudagraph_unexpected_rerecord_limit).
     _count(
         "max_recaptures",
         8,
-        "Entries a compiled graph may lose, per input layout, because a tensor it reads in "
-        "place (a parameter, buffer or state tensor) was freed or replaced before a second "
-        "call replayed them: past it, calls with new addresses run without a graph (fallback "
-        "static_inputs_moving, one warning naming the input), until three calls in a row "
-        "bring the same addresses: the budget then refills and the graph captures again. New "
-        "weight sets that stay alive (module instances, experts sharing one graph) each get "
-        "an entry and do not count.",
+        "Entries a compiled graph may lose, per input layout, because a tensor it reads "
+        "in place (parameter, buffer, state tensor) was freed or replaced before a second"
+        " call replayed them. Past it, calls with new addresses for that layout run "
+        "without a graph (fallback `static_inputs_moving`, one WARNING naming the input),"
+        " until three calls in a row bring the same addresses: then the budget refills, "
+        "and that call captures. New weights that stay alive (module instances or experts"
+        ' sharing one graph) each get an entry and do not count. See "Lifetime, moving '
+        'tensors".',
         runtime=True,
     ),
 )
