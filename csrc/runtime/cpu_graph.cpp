@@ -200,6 +200,151 @@ void copy_return(const at::Tensor& to, const at::Tensor& from) {
   unexpanded(to).copy_(part);
 }
 
+// The capture audit: where each storage lives (Note [CPU graph]), or a c10::Error naming the
+// op and why the capture is refused.
+std::vector<Place> audit(const std::vector<RecordedOp>& ops, const Classified& c,
+                         const std::unordered_set<const c10::StorageImpl*>& vouched) {
+  auto refuse = [&](const StorageUse& u, const char* why) {
+    const auto step = u.first >= 0 ? u.first : u.first_use_step;
+    TORCH_CHECK(false, "CPU graph capture: ", step >= 0 ? step_name(ops, step) : "an output", " ",
+                why);
+  };
+  std::vector<Place> places;
+  for (auto* storage : c.order) {
+    const auto& u = c.uses.at(storage);
+    // Held by nothing but the recording. For storage the work made, what its op's return
+    // showed (a view output keeps its base alive, so counting references later would not
+    // tell); for storage made before the work, its references now.
+    const bool ours = u.origin == Origin::kExternal ? c10::raw::intrusive_ptr::use_count(storage) ==
+                                                          static_cast<std::size_t>(u.refs)
+                                                    : !u.held;
+    Place place = Place::kArena;
+    if (u.first_use == FirstUse::kLift && !vouched.count(storage)) {
+      if (!ours) refuse(u, "lifts a literal that something else keeps");
+      place = Place::kLiteral;
+    } else if (u.origin == Origin::kExternal) {
+      if (vouched.count(storage)) {
+        place = Place::kVouched;
+      } else if (!ours) {
+        refuse(u,
+               "reads a tensor made before the work that is not one of its inputs (held "
+               "elsewhere: autocast's cast cache, a global, a module attribute not passed "
+               "as an input), which the graph cannot vouch for");
+      } else if (u.written) {
+        refuse(u,
+               "writes a tensor made outside the dispatcher, which the graph keeps as a "
+               "constant");
+      } else {
+        place = Place::kConstant;
+      }
+    } else if (u.origin == Origin::kAllocated && u.first_use != FirstUse::kWrite &&
+               storage->nbytes() > 0) {
+      // Name the op whose kernel filled it: the first to read it, else the one that made it.
+      TORCH_CHECK(false, "CPU graph capture: ",
+                  step_name(ops, u.first_use_step >= 0 ? u.first_use_step : u.first),
+                  " reads (or returns) memory that ", step_name(ops, u.first),
+                  " allocated and no recorded op wrote: it was filled outside the dispatcher "
+                  "(a kernel's own loop), so a replay would return the capture's values");
+    } else if (!ours) {
+      if (u.output) refuse(u, "returns a tensor that something else holds too");
+      if (u.written) refuse(u, "returns a tensor that something else holds and the work writes");
+      place = Place::kOwnCopy;
+    }
+    places.push_back(place);
+  }
+  return places;
+}
+
+// Storages the recording's tensors move onto: non-owning ones over vouched memory, and own
+// copies in the arena.
+using Rebound = std::unordered_map<c10::StorageImpl*, c10::intrusive_ptr<c10::StorageImpl>>;
+
+void rebind(Rebound& rebound, c10::StorageImpl* storage, c10::DataPtr data) {
+  rebound.emplace(storage, c10::make_intrusive<c10::StorageImpl>(
+                               c10::StorageImpl::use_byte_size_t(), storage->sym_nbytes(),
+                               std::move(data), /*allocator=*/nullptr, /*resizable=*/false));
+}
+
+// The bytes the program keeps as constants, literals included.
+std::int64_t constant_bytes(const Classified& c, const std::vector<Place>& places) {
+  std::int64_t bytes = 0;
+  for (std::size_t k = 0; k < c.order.size(); ++k) {
+    if (places[k] == Place::kConstant || places[k] == Place::kLiteral) {
+      bytes += static_cast<std::int64_t>(c.order[k]->nbytes());
+    }
+  }
+  return bytes;
+}
+
+// Intermediates and outputs in one arena, shared by lifetime (memory_plan.h): the work's own
+// storages are repointed into it, own copies rebound to storages there. Returns its bytes.
+std::int64_t place_in_arena(const Classified& c, const std::vector<Place>& places,
+                            Rebound& rebound) {
+  std::vector<std::size_t> in_arena;  // positions in c.order
+  std::vector<Lifetime> lifetimes;
+  for (std::size_t k = 0; k < c.order.size(); ++k) {
+    const auto& u = c.uses.at(c.order[k]);
+    const auto bytes = static_cast<std::int64_t>(c.order[k]->nbytes());
+    if ((places[k] == Place::kArena || places[k] == Place::kOwnCopy) && bytes > 0) {
+      in_arena.push_back(k);
+      lifetimes.push_back({u.first, u.last, bytes});
+    }
+  }
+  const auto plan = plan_memory(lifetimes, kAlignment);
+  if (plan.bytes == 0) return 0;
+  auto arena = std::make_shared<c10::DataPtr>(c10::GetCPUAllocator()->allocate(plan.bytes));
+  auto* base = static_cast<char*>(arena->get());
+  for (std::size_t j = 0; j < in_arena.size(); ++j) {
+    auto* storage = c.order[in_arena[j]];
+    c10::DataPtr data(base + plan.offsets[j], new std::shared_ptr<c10::DataPtr>(arena),
+                      &release_arena_ref, c10::Device(c10::kCPU));
+    if (places[in_arena[j]] == Place::kOwnCopy) {
+      rebind(rebound, storage, std::move(data));
+    } else {
+      storage->set_data_ptr_noswap(std::move(data));
+    }
+  }
+  return plan.bytes;
+}
+
+// Vouched memory, read through non-owning storages (added to `rebound`); returns the (live,
+// pristine) bytes of each constant the program writes or hands out, put back every replay.
+std::vector<std::pair<at::Tensor, at::Tensor>> keep_external(const std::vector<RecordedOp>& ops,
+                                                             const Classified& c,
+                                                             const std::vector<Place>& places,
+                                                             Rebound& rebound) {
+  std::vector<std::pair<at::Tensor, at::Tensor>> restores;
+  for (std::size_t k = 0; k < c.order.size(); ++k) {
+    auto* storage = c.order[k];
+    const auto& u = c.uses.at(storage);
+    if (places[k] == Place::kVouched) {
+      rebind(rebound, storage, c10::DataPtr(storage->mutable_data(), storage->device()));
+    } else if (places[k] == Place::kLiteral && (u.written || u.output)) {
+      restores.emplace_back(bytes_of(storage),
+                            ops[static_cast<std::size_t>(u.first_use_step)].literal);
+    } else if (places[k] == Place::kConstant && u.output) {
+      restores.emplace_back(bytes_of(storage), bytes_of(storage).clone());
+    }
+  }
+  return restores;
+}
+
+// Moves the replayed steps' tensors onto their rebound storages. A TensorImpl is shared by
+// every argument, return and output that holds it, so its storage is swapped for all of them.
+void move_tensors(const std::vector<RecordedOp>& ops, const Classified& c, const Rebound& rebound) {
+  auto move = [&](const at::Tensor& t) {
+    auto found = rebound.find(storage_of(t));
+    if (found != rebound.end()) {
+      t.unsafeGetTensorImpl()->set_storage_keep_dtype(c10::Storage(found->second));
+    }
+  };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (c.kinds[i] == Kind::kSkip) continue;
+    for (const auto& a : ops[i].arguments) for_each_tensor(a, move);
+    for (const auto& r : ops[i].returns) for_each_tensor(r, move);
+  }
+}
+
 }  // namespace
 
 bool& cpu_graph_capturing() {
@@ -246,145 +391,46 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
   recorded_ = static_cast<std::int64_t>(ops.size());
   auto c = classify(ops);
   mark_outputs(c, outputs);
-
-  // The capture audit: where each storage lives, or why the capture is refused.
-  auto refuse = [&](const StorageUse& u, const char* why) {
-    const auto step = u.first >= 0 ? u.first : u.first_use_step;
-    TORCH_CHECK(false, "CPU graph capture: ", step >= 0 ? step_name(ops, step) : "an output", " ",
-                why);
-  };
-  std::vector<Place> places;
-  for (auto* storage : c.order) {
-    const auto& u = c.uses.at(storage);
-    // Held by nothing but the recording. For storage the work made, what its op's return
-    // showed (a view output keeps its base alive, so counting references later would not
-    // tell); for storage made before the work, its references now.
-    const bool ours = u.origin == Origin::kExternal ? c10::raw::intrusive_ptr::use_count(storage) ==
-                                                          static_cast<std::size_t>(u.refs)
-                                                    : !u.held;
-    Place place = Place::kArena;
-    if (u.first_use == FirstUse::kLift && !vouched_.count(storage)) {
-      if (!ours) refuse(u, "lifts a literal that something else keeps");
-      place = Place::kLiteral;
-    } else if (u.origin == Origin::kExternal) {
-      if (vouched_.count(storage)) {
-        place = Place::kVouched;
-      } else if (!ours) {
-        refuse(u,
-               "reads a tensor made before the work that is not one of its inputs (held "
-               "elsewhere: autocast's cast cache, a global, a module attribute not passed "
-               "as an input), which the graph cannot vouch for");
-      } else if (u.written) {
-        refuse(u,
-               "writes a tensor made outside the dispatcher, which the graph keeps as a "
-               "constant");
-      } else {
-        place = Place::kConstant;
-      }
-    } else if (u.origin == Origin::kAllocated && u.first_use != FirstUse::kWrite &&
-               storage->nbytes() > 0) {
-      // Name the op whose kernel filled it: the first to read it, else the one that made it.
-      TORCH_CHECK(false, "CPU graph capture: ",
-                  step_name(ops, u.first_use_step >= 0 ? u.first_use_step : u.first),
-                  " reads (or returns) memory that ", step_name(ops, u.first),
-                  " allocated and no recorded op wrote: it was filled outside the dispatcher "
-                  "(a kernel's own loop), so a replay would return the capture's values");
-    } else if (!ours) {
-      if (u.output) refuse(u, "returns a tensor that something else holds too");
-      if (u.written) refuse(u, "returns a tensor that something else holds and the work writes");
-      place = Place::kOwnCopy;
-    }
-    places.push_back(place);
+  const auto places = audit(ops, c, vouched_);
+  Rebound rebound;
+  arena_bytes_ = place_in_arena(c, places, rebound) + constant_bytes(c, places);
+  for (auto& [live, pristine] : keep_external(ops, c, places, rebound)) {
+    restores_.push_back({std::move(live), std::move(pristine)});
   }
-
-  // Intermediates and outputs: one arena, shared by lifetime.
-  std::vector<std::size_t> in_arena;  // positions in c.order
-  std::vector<Lifetime> lifetimes;
-  std::int64_t constant_bytes = 0;
-  for (std::size_t k = 0; k < c.order.size(); ++k) {
-    const auto& u = c.uses.at(c.order[k]);
-    const auto bytes = static_cast<std::int64_t>(c.order[k]->nbytes());
-    if (places[k] == Place::kConstant || places[k] == Place::kLiteral) constant_bytes += bytes;
-    if ((places[k] == Place::kArena || places[k] == Place::kOwnCopy) && bytes > 0) {
-      in_arena.push_back(k);
-      lifetimes.push_back({u.first, u.last, bytes});
-    }
-  }
-  const auto plan = plan_memory(lifetimes, kAlignment);
-  arena_bytes_ = plan.bytes + constant_bytes;
-  // Storages the recording's tensors are moved onto: non-owning ones over vouched memory, and
-  // own copies in the arena.
-  std::unordered_map<c10::StorageImpl*, c10::intrusive_ptr<c10::StorageImpl>> rebound;
-  auto rebind = [&](c10::StorageImpl* storage, c10::DataPtr data) {
-    rebound.emplace(storage, c10::make_intrusive<c10::StorageImpl>(
-                                 c10::StorageImpl::use_byte_size_t(), storage->sym_nbytes(),
-                                 std::move(data), /*allocator=*/nullptr, /*resizable=*/false));
-  };
-  if (plan.bytes > 0) {
-    auto arena = std::make_shared<c10::DataPtr>(c10::GetCPUAllocator()->allocate(plan.bytes));
-    auto* base = static_cast<char*>(arena->get());
-    for (std::size_t j = 0; j < in_arena.size(); ++j) {
-      auto* storage = c.order[in_arena[j]];
-      c10::DataPtr data(base + plan.offsets[j], new std::shared_ptr<c10::DataPtr>(arena),
-                        &release_arena_ref, c10::Device(c10::kCPU));
-      if (places[in_arena[j]] == Place::kOwnCopy) {
-        rebind(storage, std::move(data));
-      } else {
-        storage->set_data_ptr_noswap(std::move(data));
-      }
-    }
-  }
-  for (std::size_t k = 0; k < c.order.size(); ++k) {
-    auto* storage = c.order[k];
-    const auto& u = c.uses.at(storage);
-    if (places[k] == Place::kVouched) {
-      rebind(storage, c10::DataPtr(storage->mutable_data(), storage->device()));
-    } else if (places[k] == Place::kLiteral && (u.written || u.output)) {
-      const auto& pristine = ops[static_cast<std::size_t>(u.first_use_step)].literal;
-      restores_.push_back({bytes_of(storage), pristine});
-    } else if (places[k] == Place::kConstant && u.output) {
-      restores_.push_back({bytes_of(storage), bytes_of(storage).clone()});
-    }
-  }
-  auto fixed = [&](const at::Tensor& t) {
-    if (!t.defined()) return t;
-    auto found = rebound.find(storage_of(t));
-    if (found != rebound.end()) {
-      t.unsafeGetTensorImpl()->set_storage_keep_dtype(c10::Storage(found->second));
-    }
-    return t;
-  };
-
+  move_tensors(ops, c, rebound);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto kind = c.kinds[i];
     if (kind == Kind::kSkip) continue;
-    auto& op = ops[i];
-    Step step{op.op, op.keys, {}, {}};
-    for (auto& a : op.arguments) a = map_tensors(a, fixed);
-    for (auto& r : op.returns) r = map_tensors(r, fixed);
-    if (kind == Kind::kOut) {
-      step.op = op.out->op;
-      for (auto k : op.out->arguments) step.arguments.push_back(op.arguments[k]);
-      for (const auto& r : op.returns) step.arguments.push_back(r);
-      ++through_out_;
-    } else {
-      step.arguments = std::move(op.arguments);
-    }
-    step.keys = redispatch_keys(step.op, step.keys, step.arguments);
-    if (kind == Kind::kCopy) {
-      for (std::size_t k = 0; k < op.returns.size(); ++k) {
-        std::vector<at::Tensor> to;
-        std::size_t n = 0;
-        for_each_tensor(op.returns[k], [&](const at::Tensor& t) {
-          to.push_back(c.fresh[i][k][n++] ? t : at::Tensor());
-        });
-        step.copy_to.push_back(std::move(to));
-      }
-      step.waits = is_async_collective(step.op);
-      ++copied_;
-    }
-    steps_.push_back(std::move(step));
+    steps_.push_back(
+        emit(std::move(ops[i]), kind == Kind::kOut, kind == Kind::kCopy ? &c.fresh[i] : nullptr));
+    through_out_ += kind == Kind::kOut;
+    copied_ += kind == Kind::kCopy;
   }
+}
+
+CpuGraph::Step CpuGraph::emit(RecordedOp op, bool through_out,
+                              const std::vector<std::vector<bool>>* fresh) {
+  Step step{op.op, op.keys, {}, {}};
+  if (through_out) {
+    step.op = op.out->op;
+    for (auto k : op.out->arguments) step.arguments.push_back(op.arguments[k]);
+    for (const auto& r : op.returns) step.arguments.push_back(r);
+  } else {
+    step.arguments = std::move(op.arguments);
+  }
+  step.keys = redispatch_keys(step.op, step.keys, step.arguments);
+  if (fresh != nullptr) {
+    for (std::size_t k = 0; k < op.returns.size(); ++k) {
+      std::vector<at::Tensor> to;
+      std::size_t n = 0;
+      for_each_tensor(op.returns[k], [&](const at::Tensor& t) {
+        to.push_back((*fresh)[k][n++] ? t : at::Tensor());
+      });
+      step.copy_to.push_back(std::move(to));
+    }
+    step.waits = is_async_collective(step.op);
+  }
+  return step;
 }
 
 void CpuGraph::replay() {

@@ -94,7 +94,12 @@ class CpuGraph final : public DeviceGraph {
     at::Tensor live;      // the constant's storage, as bytes
     at::Tensor pristine;  // what it held when made
   };
+  /// The program from the recording: classify the ops and storages, mark the outputs, audit
+  /// (Note [CPU graph]), place the arena, keep the external storage, move the tensors, emit.
   void build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>& outputs);
+  /// The step replaying `op`: through its out= overload, or called as recorded, its new
+  /// returns copied into place where `fresh` (per return, per tensor) says so.
+  static Step emit(RecordedOp op, bool through_out, const std::vector<std::vector<bool>>* fresh);
 
   std::unique_ptr<OpRecorder> recorder_;
   std::unordered_set<const c10::StorageImpl*> vouched_;
