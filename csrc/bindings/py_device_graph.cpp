@@ -1,7 +1,7 @@
 #include "bindings/py_device_graph.h"
 
 #include "runtime/copy_pipeline.h"
-#include "runtime/cpu_graph.h"
+#include "runtime/cpu_graph/cpu_graph.h"
 
 #include <pybind11/stl.h>
 

@@ -3,9 +3,8 @@
 #include "bindings/py_values.h"
 #include "runtime/capture_lock.h"
 #include "runtime/copy_pipeline.h"
-#include "runtime/cpu_graph.h"
+#include "runtime/cpu_graph/cpu_graph.h"
 #include "runtime/graph_runner.h"
-#include "runtime/out_variant.h"
 #include "runtime/process_budget.h"
 #include "runtime/runner_option_table.h"
 #include "runtime/stats.h"
@@ -286,7 +285,7 @@ void init_stats(py::module_& m) {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();
     reset_capture_locks_after_fork();
-    reset_out_variants_after_fork();
+    reset_cpu_graph_after_fork();
     ProcessBudget::get().reset_after_fork();
   });
 }

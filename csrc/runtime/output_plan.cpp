@@ -96,9 +96,11 @@ std::vector<c10::IValue> OutputPlan::hand_out(const std::vector<c10::IValue>& in
       // A storage of its own that cannot be resized, over the static output's memory, which it
       // keeps alive (Note [Outputs]).
       // The device is given, so from_blob does not ask the driver where the pointer lives.
-      outputs.emplace_back(at::from_blob(
-          out.data_ptr(), out.sizes(), out.strides(), [keep = out](void*) {}, out.options(),
-          out.device()));
+      outputs.emplace_back(
+          with_math_bits_of(at::from_blob(
+                                out.data_ptr(), out.sizes(), out.strides(), [keep = out](void*) {},
+                                out.options(), out.device()),
+                            out));
       continue;
     }
     const auto group = group_[k];
@@ -108,9 +110,10 @@ std::vector<c10::IValue> OutputPlan::hand_out(const std::vector<c10::IValue>& in
     }
     auto& copy = copies[static_cast<std::size_t>(group)];
     if (!copy.defined()) copy = group_storages_[static_cast<std::size_t>(group)].clone();
-    outputs.emplace_back(
+    outputs.emplace_back(with_math_bits_of(
         at::empty({0}, out.options())
-            .set_(copy.storage(), out.storage_offset(), out.sizes(), out.strides()));
+            .set_(copy.storage(), out.storage_offset(), out.sizes(), out.strides()),
+        out));
   }
   return outputs;
 }

@@ -29,9 +29,18 @@ at::Tensor clone_keeping_layout(const at::Tensor& t) {
   return unexpanded(t).clone(at::MemoryFormat::Preserve).expand(t.sizes());
 }
 
+at::Tensor with_math_bits_of(at::Tensor t, const at::Tensor& like) {
+  if (t.is_conj() != like.is_conj()) t._set_conj(like.is_conj());
+  if (t.is_neg() != like.is_neg()) t._set_neg(like.is_neg());
+  return t;
+}
+
 at::Tensor InputView::of(const at::Tensor& input) const {
   if (whole) return input;
-  return input.as_strided(sizes, strides, input.storage_offset() + offset_delta);
+  auto view = input.as_strided(sizes, strides, input.storage_offset() + offset_delta);
+  if (view.is_conj() != conj) view._set_conj(conj);
+  if (view.is_neg() != neg) view._set_neg(neg);
+  return view;
 }
 
 std::optional<InputView> view_of_input(const at::Tensor& output, const at::Tensor& input,
@@ -45,8 +54,11 @@ std::optional<InputView> view_of_input(const at::Tensor& output, const at::Tenso
   view.sizes.assign(output.sizes().begin(), output.sizes().end());
   view.strides.assign(output.strides().begin(), output.strides().end());
   view.offset_delta = output.storage_offset() - input.storage_offset();
+  view.conj = output.is_conj();
+  view.neg = output.is_neg();
   view.whole = view.offset_delta == 0 && output.sizes() == input.sizes() &&
-               output.strides() == input.strides();
+               output.strides() == input.strides() && view.conj == input.is_conj() &&
+               view.neg == input.is_neg();
   return view;
 }
 

@@ -35,12 +35,20 @@ struct InputView final {
   std::vector<std::int64_t> sizes;
   std::vector<std::int64_t> strides;
   std::int64_t offset_delta = 0;
-  /// True when the output is the input itself (same sizes, strides and offset).
+  /// The output's conjugate and negative bits (`x.conj()` is a view with the conj bit set).
+  bool conj = false;
+  bool neg = false;
+  /// True when the output is the input itself (same sizes, strides, offset and bits).
   bool whole = false;
 
   /// The view described of `input` (the caller's tensor at `position`).
   at::Tensor of(const at::Tensor& input) const;
 };
+
+/// `t` with the conjugate and negative bits of `like`: a tensor rebuilt over another's memory
+/// (from_blob, set_, as_strided of an input) starts with neither, and a conj or neg view read
+/// without its bit gives other values (`x.conj()`, `torch._neg_view(x)`).
+at::Tensor with_math_bits_of(at::Tensor t, const at::Tensor& like);
 
 /// How `output` lies in `input` when both share storage, else nullopt.
 std::optional<InputView> view_of_input(const at::Tensor& output, const at::Tensor& input,

@@ -1,7 +1,7 @@
 // The CPU graph driven through the runner without Python: recorded once, replayed from C++.
 // Eager ATen (the same callable run directly) is the oracle; values are compared exactly.
 
-#include "runtime/cpu_graph.h"
+#include "runtime/cpu_graph/cpu_graph.h"
 #include "runtime/graph_runner.h"
 #include "runtime/stats.h"
 

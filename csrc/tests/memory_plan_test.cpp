@@ -1,7 +1,7 @@
 // The arena planner on lifetimes whose right placement can be worked out by hand, and on
 // random lifetimes against the properties every plan must have.
 
-#include "runtime/memory_plan.h"
+#include "runtime/cpu_graph/memory_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,9 @@
 (case C71).
 
 The recorder is a dispatch key in the thread's included set (Note [Recording ops] in
-``csrc/runtime/op_recorder.h``). PyTorch dispatches a higher-order op in Python from that set
-too, finds no kernel for the key and fails ("could not find kernel for HigherOrderOperator").
+``csrc/runtime/cpu_graph/op_recorder.h``). PyTorch dispatches a higher-order op in Python from
+that set too, finds no kernel for the key and fails ("could not find kernel for
+HigherOrderOperator").
 Per op, ``prepare()`` decides once what the key does:
 
 - ops that only run their subgraphs' tensor ops (``flex_attention``, ``invoke_subgraph``,

@@ -11,8 +11,12 @@ cannot read a host number at replay either. A number that takes a new value on e
 therefore captures on every call; the runtime says so once instead of growing silently (Note
 [Numbers in the key] in csrc/runtime/number_values.h).
 
-An input qualifies when every use of it is ``.item()``; one the graph also uses as a tensor
-stays a tensor (and a CPU graph refuses the read, naming the setting that avoids it).
+An input qualifies when Dynamo made it from a Python number (its ``GraphArg`` has
+``pass_arg_as_tensor``) and every use of it is ``.item()``. A real 0-d tensor stays a tensor,
+even when only read by ``.item()`` (with ``capture_scalar_outputs``): it may share memory with
+an input the graph writes first, so reading it before the call would be wrong (case C75). One
+the graph also uses as a tensor stays a tensor too (and a CPU graph refuses the read, naming
+the setting that avoids it).
 """
 
 from __future__ import annotations
@@ -32,11 +36,13 @@ def _reads_item(node: torch.fx.Node) -> bool:
 
 
 def host_numbers(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[int]:
-    """Positions of the inputs that are 0-d CPU tensors used only through ``.item()``."""
+    """Positions of the inputs that are Python numbers Dynamo passes as 0-d CPU tensors, used
+    only through ``.item()``."""
     positions = []
     for i, (node, value) in enumerate(zip(gm.graph.find_nodes(op="placeholder"), example_inputs)):
         if (
-            isinstance(value, torch.Tensor)
+            getattr(node.meta.get("grapharg"), "pass_arg_as_tensor", False)
+            and isinstance(value, torch.Tensor)
             and value.dim() == 0
             and value.device.type == "cpu"
             and node.users

@@ -1,4 +1,4 @@
-"""Fourth-round cases (C54–C72): what the CPU graph may read, repoint, keep as a constant or
+"""Fourth-round cases (C54–C75): what the CPU graph may read, repoint, keep as a constant or
 replay through ``out=``, and what it refuses at capture. Each test compares with eager on new
 inputs every call and counts replays; on the emulated graph (which re-runs the FX graph) the
 same tests hold eager's values, so both graph kinds run them (tests/cases/conftest.py)."""
@@ -710,3 +710,66 @@ def test_c69_families_indexing_by_position_replay_every_call(make):
     # second call captured (Z-Image's graph breaks and one recompile make several graphs).
     assert s["replays"] == s["cache_hits"] + s["cache_misses"] and not s["fallbacks"], s
     assert s["captures"] == before["captures"] and s["replays"] > before["replays"], s
+
+
+# C74: an output with the conjugate or negative bit (`x.conj()`, `torch._neg_view`, a complex
+# `lu_solve` with adjoint=True) keeps its values: outputs rebuilt over other memory (from_blob,
+# set_, a view of an input) carry the bits, and an op returning such a tensor is not replayed
+# through its out= overload, which writes the values, not the bits.
+def conj_of_input(x):
+    return x.conj()
+
+
+def conj_of_intermediate(x):
+    return (x * 2).conj()
+
+
+def input_and_its_conj(x):
+    return x, x.conj()
+
+
+def neg_view(x):
+    return torch._neg_view(x)
+
+
+def lu_solve_adjoint_right(x):
+    lu, pivots = torch.linalg.lu_factor(x[:, :3] + 3 * torch.eye(3))
+    return torch.linalg.lu_solve(lu, pivots, x[:, 1:].t(), adjoint=True, left=False)
+
+
+@pytest.mark.parametrize("safe", [True, False], ids=["safe", "unsafe"])
+@pytest.mark.parametrize(
+    "fn",
+    [conj_of_input, conj_of_intermediate, input_and_its_conj, neg_view, lu_solve_adjoint_right],
+)
+def test_c74_conj_and_neg_outputs_keep_their_values(fn, safe):
+    G = compiled(fn, safe_output_mode=safe)
+    for _ in range(3):
+        x = torch.randn(3, 4, dtype=torch.complex64)
+        got, expected = G(x.clone()), fn(x.clone())
+        for g, e in zip(
+            got if isinstance(got, tuple) else (got,),
+            expected if isinstance(expected, tuple) else (expected,),
+            strict=True,
+        ):
+            torch.testing.assert_close(
+                g.resolve_conj().resolve_neg(), e.resolve_conj().resolve_neg(), rtol=0, atol=0
+            )
+    replays_every_call(3)
+
+
+# C75: a real 0-d tensor read only by .item() (capture_scalar_outputs) stays a tensor: here it
+# views the input the graph doubles first, so reading it before the call would be wrong. Only
+# numbers Dynamo made into tensors are handed over as numbers (case C70).
+def test_c75_a_0d_view_read_by_item_is_read_after_the_write():
+    def fn(x, t):
+        x.mul_(2)
+        return x + t.item()
+
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        G = compiled(fn)
+        for _ in range(2):
+            a = torch.randn(3)
+            b = a.clone()
+            torch.testing.assert_close(G(b, b[0]), fn(a, a[0]), rtol=0, atol=0)
+            torch.testing.assert_close(b, a, rtol=0, atol=0)

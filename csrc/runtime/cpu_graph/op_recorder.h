@@ -1,6 +1,6 @@
 #pragma once
 
-#include "runtime/out_variant.h"
+#include "runtime/cpu_graph/out_variant.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>

@@ -4,7 +4,6 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstddef>
-#include <functional>
 #include <optional>
 #include <vector>
 
@@ -43,13 +42,5 @@ std::optional<OutVariant> proven_out_variant(const c10::OperatorHandle& function
 /// out= overload dispatches on its out tensors, not on BackendSelect's choice).
 c10::DispatchKeySet redispatch_keys(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                                     const std::vector<c10::IValue>& arguments);
-
-/// In a forked child (docs/usage.md "Fork"), forgets the overload cache without destroying or
-/// unlocking it (a parent thread may have held its lock at fork; case C67).
-void reset_out_variants_after_fork();
-
-/// Runs `held` on the calling thread with the overload cache's lock taken: how a test forks
-/// while another thread holds it (case C67).
-void with_out_variants_locked(const std::function<void()>& held);
 
 }  // namespace graphdispatch

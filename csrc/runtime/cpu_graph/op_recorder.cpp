@@ -1,4 +1,4 @@
-#include "runtime/op_recorder.h"
+#include "runtime/cpu_graph/op_recorder.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>

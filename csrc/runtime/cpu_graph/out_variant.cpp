@@ -1,6 +1,8 @@
-#include "runtime/out_variant.h"
+#include "runtime/cpu_graph/out_variant.h"
 
-#include "runtime/op_recorder.h"
+#include "runtime/cpu_graph/cpu_graph.h"
+
+#include "runtime/cpu_graph/op_recorder.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_strided.h>
@@ -51,7 +53,7 @@ std::optional<std::vector<std::size_t>> matches(const c10::FunctionSchema& funct
 }
 
 // The overloads of every op name and the answers found so far; replaced, never destroyed,
-// after fork (reset_out_variants_after_fork).
+// after fork (reset_cpu_graph_after_fork).
 struct Cache final {
   std::mutex mutex;
   std::map<std::string, std::vector<c10::OperatorName>> overloads;  // by name
@@ -140,7 +142,7 @@ c10::DispatchKeySet redispatch_keys(const c10::OperatorHandle& op, c10::Dispatch
   return keys;
 }
 
-void reset_out_variants_after_fork() { cache = new Cache(); }
+void reset_cpu_graph_after_fork() { cache = new Cache(); }
 
 void with_out_variants_locked(const std::function<void()>& held) {
   std::lock_guard<std::mutex> lock(cache->mutex);

@@ -1,12 +1,13 @@
 #pragma once
 
+#include "runtime/cpu_graph/op_recorder.h"
 #include "runtime/device_graph.h"
-#include "runtime/op_recorder.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,15 @@ class CpuGraph final : public DeviceGraph {
 /// True on a thread between a CPU graph's capture_begin and its capture_end/abort: a
 /// compiled function called there runs its work, which the outer capture records.
 bool& cpu_graph_capturing();
+
+/// In a forked child (docs/usage.md "Fork"), forgets the `out=` overload cache
+/// (out_variant.h) without destroying or unlocking it (a parent thread may have held its lock
+/// at fork; case C67).
+void reset_cpu_graph_after_fork();
+
+/// Runs `held` on the calling thread with the `out=` overload cache's lock taken: how a test
+/// forks while another thread holds it (case C67).
+void with_out_variants_locked(const std::function<void()>& held);
 
 class CpuGraphFactory final : public DeviceGraphFactory {
  public:

@@ -1,4 +1,4 @@
-#include "runtime/memory_plan.h"
+#include "runtime/cpu_graph/memory_plan.h"
 
 #include <algorithm>
 #include <numeric>
