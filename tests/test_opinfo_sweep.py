@@ -8,8 +8,8 @@ import opinfo_sweep  # tests/ is on the path (pytest's prepend import mode)
 import pytest
 
 # Ops of the kinds the field cases found faults in (out= kernels, kernels that fill memory
-# themselves, effect-only checks, integer indexing, lists of new tensors, layouts), and the
-# common ones a transformer runs.
+# themselves, effect-only checks, integer indexing, lists of new tensors, layouts, conjugate
+# views), and the common ones a transformer runs.
 SUBSET = {
     "add", "mul", "div", "where", "clamp", "exp", "tanh", "sigmoid", "pow",
     "sum", "mean", "amax", "cumsum", "softmax", "log_softmax", "var_mean",
@@ -19,7 +19,7 @@ SUBSET = {
     "nn.functional.binary_cross_entropy", "nn.functional.max_pool1d", "nn.functional.layer_norm",
     "nn.functional.group_norm", "nn.functional.gelu", "nn.functional.conv2d",
     "nn.functional.scaled_dot_product_attention", "nn.functional.embedding",
-    "nn.functional.interpolate", "nn.functional.pad",
+    "nn.functional.interpolate", "nn.functional.pad", "conj", "mH", "linalg.lu_solve",
 }  # fmt: skip
 
 
