@@ -120,7 +120,11 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
                    "'origin/release-*'); repeatable")
       ->type_name("GLOB")
       ->required();
-  find->add_flag("--report", options.find_report, "Compare COMMIT with every port found");
+  find->add_flag("--report", options.find_report,
+                 "Compare COMMIT with every port found (a branch with only a same-subject "
+                 "hint is listed, not compared)");
+  find->add_flag("--hints", options.find_hints,
+                 "With --report, also compare a branch's same-subject hint, labelled a hint");
   std::string find_format = "md", find_color = "auto";
   std::vector<std::string> find_globs, find_maps;
   add_report_options(*find, options, find_format, find_color, find_globs, find_maps);
@@ -151,6 +155,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
     color = find_color;
     if (!find_globs.empty()) test_globs = find_globs;
     if (!find_maps.empty()) path_maps = find_maps;
+    if (options.find_hints && !options.find_report)
+      throw Error("usage: --hints only says what --report compares; give --report (see --help)");
   } else {
     if (options.source.empty()) throw Error("usage: SOURCE is required (see --help)");
     if (options.targets.empty()) throw Error("usage: TARGET is required (see --help)");

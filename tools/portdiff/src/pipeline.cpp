@@ -56,6 +56,10 @@ std::vector<Report> build_reports(const Options& options) {
     if (i < options.target_labels.size()) {
       ranges.back().label = options.target_labels[i];
       ranges.back().named = true;
+      if (i < options.target_hints.size() && options.target_hints[i]) {
+        ranges.back().hint = true;
+        ranges.back().label += " (hint)";
+      }
     }
   }
   for (std::size_t i = 0; i < options.labels.size() && i < ranges.size(); ++i) {

@@ -446,22 +446,39 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   return found;
 }
 
+const Port* compared_port(const BranchPorts& branch, bool hints) {
+  // A branch that contains COMMIT has no port to compare (case P25).
+  if (branch.contains_commit) return nullptr;
+  const auto best = std::find_if(branch.ports.begin(), branch.ports.end(),
+                                 [](const Port& port) { return port.evidence(); });
+  if (best != branch.ports.end()) return &*best;
+  // A same-subject hint is compared only when asked (--hints).
+  return hints && !branch.ports.empty() ? &branch.ports.front() : nullptr;
+}
+
 void add_port_targets(const FindResult& found, Options& options) {
   options.source = to_hex(found.commit);
   options.targets.clear();
   options.target_labels.clear();
+  options.target_hints.clear();
+  std::size_t hint_only = 0;
   for (const BranchPorts& branch : found.branches) {
-    // A branch that contains COMMIT has no port to compare (case P25).
-    if (branch.ports.empty() || branch.contains_commit) continue;
-    const auto best = std::find_if(branch.ports.begin(), branch.ports.end(),
-                                   [](const Port& port) { return port.evidence(); });
-    const Port& port = best != branch.ports.end() ? *best : branch.ports.front();
-    options.targets.push_back(to_hex(port.commit));
+    const Port* port = compared_port(branch, options.find_hints);
+    if (port == nullptr) {
+      if (!branch.contains_commit && !branch.ports.empty()) ++hint_only;
+      continue;
+    }
+    options.targets.push_back(to_hex(port->commit));
     options.target_labels.push_back(branch.branch);
+    options.target_hints.push_back(!port->evidence());
   }
   if (options.targets.empty())
     throw Error("no port of " + to_hex(found.commit).substr(0, 12) +
-                " on the branches --branches matched: nothing to compare");
+                " on the branches --branches matched: nothing to compare" +
+                (hint_only == 0 ? std::string()
+                                : " (" + std::to_string(hint_only) +
+                                      (hint_only == 1 ? " branch has" : " branches have") +
+                                      " only a same-subject hint; --hints compares it)"));
 }
 
 }  // namespace portdiff
