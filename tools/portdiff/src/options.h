@@ -43,6 +43,11 @@ struct Options final {
   std::vector<std::string> branch_globs;
   bool find_report = false;  // compare the ports found (a matrix report)
   bool find_hints = false;   // --hints: --report also compares a branch's same-subject hint
+
+  // `portdiff audit SOURCE_RANGE --onto TARGET...`: set when that subcommand was
+  // given; the range is `source`, and --hints is `find_hints`.
+  bool audit = false;
+  std::vector<std::string> onto;
 };
 
 }  // namespace portdiff

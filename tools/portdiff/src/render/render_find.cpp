@@ -13,19 +13,6 @@
 namespace portdiff {
 namespace {
 
-/// How a port was found, strongest evidence first; `json` gives the JSON names.
-std::vector<std::string> found_by(const Port& port, bool json_names) {
-  std::vector<std::string> how;
-  if (port.by_trailer) how.push_back(json_names ? "cherry-pick-trailer" : "cherry-pick trailer");
-  if (port.by_patch_id) how.push_back("patch-id");
-  if (port.by_changed_lines) how.push_back(json_names ? "changed-lines" : "changed lines");
-  if (port.by_subject)
-    how.push_back(json_names        ? "same-subject"
-                  : port.evidence() ? "same subject"
-                                    : "same subject (hint)");
-  return how;
-}
-
 std::string joined(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& word : words) out += (out.empty() ? "" : ", ") + word;
@@ -195,6 +182,19 @@ std::string json_document(const FindReport& report, const Options& options) {
 }
 
 }  // namespace
+
+/// How a port was found, strongest evidence first; `json` gives the JSON names.
+std::vector<std::string> found_by(const Port& port, bool json_names) {
+  std::vector<std::string> how;
+  if (port.by_trailer) how.push_back(json_names ? "cherry-pick-trailer" : "cherry-pick trailer");
+  if (port.by_patch_id) how.push_back("patch-id");
+  if (port.by_changed_lines) how.push_back(json_names ? "changed-lines" : "changed lines");
+  if (port.by_subject)
+    how.push_back(json_names        ? "same-subject"
+                  : port.evidence() ? "same subject"
+                                    : "same subject (hint)");
+  return how;
+}
 
 std::string render_find(const FindReport& report, const Options& options) {
   if (options.format == Format::json) return json_document(report, options);
