@@ -112,9 +112,26 @@ git_oid resolve_target(git_repository* repo, const std::string& spec) {
   return *git_object_id(peeled.get());
 }
 
-bool holds(git_repository* repo, const git_oid& head, const git_oid& commit) {
-  return git_oid_equal(&head, &commit) != 0 ||
-         check(git_graph_descendant_of(repo, &head, &commit), "reading the history") == 1;
+/// The commits of `range` (sorted) that the history of `head` holds: one walk of
+/// the target's history back to the range's base, instead of a reachability
+/// query per commit (each of which walks that history again).
+std::vector<git_oid> held(git_repository* repo, const git_oid& head, const git_oid& base,
+                          const std::vector<git_oid>& range) {
+  git_revwalk* raw = nullptr;
+  check(git_revwalk_new(&raw, repo), "walking a branch");
+  RevwalkPtr revwalk(raw);
+  check(git_revwalk_push(revwalk.get(), &head), "walking a branch");
+  check(git_revwalk_hide(revwalk.get(), &base), "walking a branch");
+  std::vector<git_oid> wanted = range, found;
+  const auto less = [](const git_oid& a, const git_oid& b) { return git_oid_cmp(&a, &b) < 0; };
+  std::sort(wanted.begin(), wanted.end(), less);
+  git_oid id;
+  int status;
+  while ((status = git_revwalk_next(&id, revwalk.get())) == 0)
+    if (std::binary_search(wanted.begin(), wanted.end(), id, less)) found.push_back(id);
+  if (status != GIT_ITEROVER) check(status, "walking a branch");
+  std::sort(found.begin(), found.end(), less);
+  return found;
 }
 
 }  // namespace
@@ -131,6 +148,7 @@ AuditReport build_audit(const Options& options) {
         walk(repo.get(), report.source.head, &report.source.base, &report.merges);
     std::reverse(range.begin(), range.end());  // oldest first
     for (const git_oid& id : range) sources.push_back(traits_of(repo.get(), id));
+    std::vector<std::vector<git_oid>> contained;  // per target: the range commits it holds
     for (const std::string& spec : options.onto) {
       AuditTarget& target = report.targets.emplace_back();
       target.label = spec;
@@ -141,6 +159,7 @@ AuditReport build_audit(const Options& options) {
       for (const git_oid& id : walk(repo.get(), target.head, &report.source.head, nullptr))
         own.push_back(traits_of(repo.get(), id));
       sourced.emplace_back(own.size(), false);
+      contained.push_back(held(repo.get(), target.head, report.source.base, range));
     }
 
     // Match every source commit with every target commit, as find would.
@@ -150,7 +169,9 @@ AuditReport build_audit(const Options& options) {
       row.subject = source.subject;
       for (std::size_t t = 0; t < report.targets.size(); ++t) {
         AuditCell& cell = row.cells.emplace_back();
-        if (holds(repo.get(), report.targets[t].head, source.id)) {
+        if (std::binary_search(
+                contained[t].begin(), contained[t].end(), source.id,
+                [](const git_oid& a, const git_oid& b) { return git_oid_cmp(&a, &b) < 0; })) {
           cell.status = AuditStatus::contained;  // no port to look for (case P25)
           continue;
         }
@@ -191,29 +212,35 @@ AuditReport build_audit(const Options& options) {
       }
   }
 
-  // Compare each commit with its ports by the pair report's rules, one matrix per
-  // commit (build_reports diffs the commit once for all its targets).
-  for (AuditCommit& row : report.commits) {
-    Options compare = options;
-    compare.source = to_hex(row.id);
-    compare.targets.clear();
-    compare.target_labels.clear();
-    compare.target_hints.clear();
-    std::vector<std::size_t> compared;
+  // Compare each commit with its ports by the pair report's rules, from the
+  // patches the matching already read (compare_patches: the pair report's stages
+  // after the diff).
+  RepositoryPtr repo = open_repository(options.repo);
+  const auto patch = [&](Traits& traits) {
+    return std::make_shared<const SidePatch>(lines_of(repo.get(), traits, options));
+  };
+  const auto range_of = [&](const git_oid& id, const std::string& label, bool hint) {
+    ResolvedRange range = resolve_range(repo.get(), to_hex(id), "source");
+    list_commits(repo.get(), range);
+    range.label = hint ? label + " (hint)" : label;
+    range.named = !label.empty();
+    range.hint = hint;
+    return range;
+  };
+  for (std::size_t s = 0; s < report.commits.size(); ++s) {
+    AuditCommit& row = report.commits[s];
     for (std::size_t t = 0; t < row.cells.size(); ++t) {
-      const AuditCell& cell = row.cells[t];
+      AuditCell& cell = row.cells[t];
       if (!cell.has_port || (cell.status == AuditStatus::hint && !cell.compared_hint)) continue;
-      compare.targets.push_back(to_hex(cell.port.commit));
-      compare.target_labels.push_back(report.targets[t].label);
-      compare.target_hints.push_back(cell.compared_hint);
-      compared.push_back(t);
-    }
-    if (compared.empty()) continue;
-    const std::vector<Report> pairs = build_reports(compare);
-    for (std::size_t i = 0; i < compared.size(); ++i) {
-      AuditCell& cell = row.cells[compared[i]];
-      cell.status = all_identical(pairs[i]) ? AuditStatus::identical : AuditStatus::different;
-      for (const FileVerdict& file : pairs[i].files)
+      Traits& port =
+          *std::find_if(candidates[t].begin(), candidates[t].end(),
+                        [&](const Traits& c) { return git_oid_equal(&c.id, &cell.port.commit); });
+      const Report pair =
+          compare_patches(repo.get(), range_of(row.id, report.source.label, false),
+                          range_of(port.id, report.targets[t].label, cell.compared_hint),
+                          patch(sources[s]), patch(port), options);
+      cell.status = all_identical(pair) ? AuditStatus::identical : AuditStatus::different;
+      for (const FileVerdict& file : pair.files)
         if (file.verdict != Verdict::identical)
           cell.differs.push_back({file.path, file.verdict, file.difference});
     }
