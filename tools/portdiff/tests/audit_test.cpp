@@ -184,6 +184,20 @@ TEST(Audit, HintsCheckAndTheOtherFormats) {
   EXPECT_TRUE(contains(markdown.out, "## Commits on `release-2` with no source in the range (1)"))
       << markdown.out;
 
+  // --brief keeps the commits that some target has not ported identically.
+  const json brief = json::parse(r.audit({"--brief", "--format", "json"}).out);
+  const json full = json::parse(r.audit({"--format", "json"}).out);
+  std::vector<std::string> kept, expected;
+  for (const json& row : brief["commits"]) kept.push_back(row["commit"]);
+  for (const json& row : full["commits"]) {
+    bool done = true;
+    for (const json& cell : row["cells"])
+      done = done && (cell["status"] == "identical" || cell["status"] == "contained");
+    if (!done) expected.push_back(row["commit"]);
+  }
+  EXPECT_EQ(kept, expected);
+  EXPECT_LT(kept.size(), full["commits"].size());
+
   EXPECT_EQ(r.audit({"--check"}).exit_code, 1);  // not everything is ported
   const CommandResult clean = run_portdiff(
       {"--repo", r.repo.dir(), "audit", "base..main~3", "--onto", "release-1", "--check"});
