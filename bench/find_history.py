@@ -5,6 +5,16 @@ before it carry a port of it (a clean cherry-pick onto their own revision of the
 file, so found by the stable patch-id), branches forked after it contain it.
 
 Usage: python3 bench/find_history.py | git fast-import --quiet
+
+With --audit [COMMITS]: instead, a release branch's history for the audit bench: a
+base of 400 files, then COMMITS commits on main (default 300), each setting one line
+in one to three files; a branch `release` forked at the base (tag bench-fork) with
+20 commits of its own drift, then a port of two in three of main's commits — a
+cherry-pick onto its own revision of the files (every tenth by hand, with other
+lines: only its subject is the same, a hint) — and a commit of its own after every
+fifteenth.
+
+Usage: python3 bench/find_history.py --audit [COMMITS] | git fast-import --quiet
 """
 
 import random
@@ -23,6 +33,72 @@ def content(k, rev, fixed):
         lines.insert(10, "    fixed = True\n")
     return "".join(lines).encode()
 
+
+def audit_history(COMMITS):
+    """The --audit history (see the module docstring)."""
+    FILES, LINES = 400, 40
+    out = sys.stdout.buffer
+    rng = random.Random(11)
+    clock = {"mark": 0, "when": 1_700_000_000}
+
+    def text(lines):
+        return "".join(line + "\n" for line in lines).encode()
+
+    def commit(ref, message, changes, parent=None):
+        """One commit of `changes` (file index -> lines); returns its mark."""
+        clock["mark"] += 1
+        clock["when"] += 60
+        mark, when = clock["mark"], clock["when"]
+        msg = message.encode()
+        out.write(f"commit {ref}\nmark :{mark}\n".encode())
+        out.write(f"committer bench <bench@example.com> {when} +0000\n".encode())
+        out.write(b"data %d\n%s\n" % (len(msg), msg))
+        if parent is not None:
+            out.write(f"from :{parent}\n".encode())
+        for k, lines in sorted(changes.items()):
+            data = text(lines)
+            out.write(f"M 100644 inline src/mod{k % 20:02d}/file{k:04d}.py\n".encode())
+            out.write(b"data %d\n%s\n" % (len(data), data))
+        return mark
+
+    main = {k: [f"file {k} line {n}: ordinary text" for n in range(LINES)] for k in range(FILES)}
+    base = commit("refs/heads/main", "base", {k: list(v) for k, v in main.items()})
+    out.write(f"reset refs/tags/bench-fork\nfrom :{base}\n".encode())
+    release = {k: list(v) for k, v in main.items()}
+
+    edits = []  # per main commit: (mark, subject, {file: (line, new text)})
+    for i in range(COMMITS):
+        files = rng.sample(range(FILES), rng.randint(1, 3))
+        change = {}
+        for k in files:
+            line = rng.randrange(LINES)
+            main[k][line] = f"file {k} line {line}: main change {i}"
+            change[k] = (line, main[k][line])
+        subject = f"main change {i}: {' '.join(str(k) for k in files)}"
+        m = commit("refs/heads/main", subject, {k: main[k] for k in files})
+        edits.append((m, subject, change))
+
+    commit("refs/heads/release", "release: drift 0", {0: release[0]}, parent=base)
+    for d in range(1, 20):
+        k = rng.randrange(FILES)
+        release[k][LINES - 1] = f"file {k}: release drift {d}"
+        commit("refs/heads/release", f"release: drift {d}", {k: release[k]})
+    for i, (_mark, subject, change) in enumerate(edits):
+        if i % 3 == 2:
+            continue  # not ported
+        message = subject
+        for k, (line, new) in change.items():
+            release[k][line] = new if i % 10 != 0 else new + " (by hand)"
+        commit("refs/heads/release", message, {k: release[k] for k in change})
+        if i % 15 == 14:
+            k = rng.randrange(FILES)
+            release[k][1] = f"file {k}: release only {i}"
+            commit("refs/heads/release", f"release only {i}", {k: release[k]})
+
+
+if sys.argv[1:2] == ["--audit"]:
+    audit_history(int(sys.argv[2]) if len(sys.argv) > 2 else 300)
+    sys.exit(0)
 
 mark = 0
 when = 1_600_000_000

@@ -6,12 +6,121 @@
 # load from other processes hits all alike, and the medians are compared (wall and
 # CPU). Peak memory (max RSS, GNU time) of portdiff beside git's.
 #
-# Usage: bench/portdiff_bench.sh [PORTDIFF_BINARY]
+# With --large-file (case P29): a pair report on one generated file of about MB
+# megabytes (default 50) against the same floor, the two `git diff -U0` runs of the
+# ranges; medians of RUNS interleaved runs (default 5), and GNU time's max RSS of
+# one run of each. Goal: within 1.5x of the floor in time and in memory.
+#
+# Usage: bench/portdiff_bench.sh [--large-file] [PORTDIFF_BINARY]
 #   (default build/portdiff/portdiff; build it first, Release)
-# Environment: FILES, RUNS, KEEP=1 keeps the generated repository.
+# Environment: FILES, RUNS, KEEP=1 keeps the generated repository; MB (--large-file).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+
+if [[ ${1:-} == --large-file ]]; then
+shift
+
+portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
+mb=${MB:-50}
+runs=${RUNS:-5}
+[[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "needs GNU time at /usr/bin/time (Debian: time)" >&2; exit 2; }
+
+repo=$(mktemp -d)
+[[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
+git -C "$repo" init -q -b main
+git -C "$repo" config core.autocrlf false
+
+# One fast-import stream, one file data/big.txt of 69-byte lines (MB MiB):
+#   base      the file
+#   source    edits every 1000th line and adds a line after every 5000th
+#   target    first its own baseline drift (every 3000th line), then the same edit,
+#             except every 7th edited line reads differently (a port that differs)
+lines=$((mb * 1024 * 1024 / 69))  # 69 bytes a line
+awk -v n="$lines" '
+# Lines are printed as they are made: fast-import reads the blob up to a delimiter.
+function blob(kind,   l, d, e) {
+  print "M 100644 inline data/big.txt"
+  print "data <<END_OF_BLOB"
+  for (l = 1; l <= n; l++) {
+    d = (kind == 1 || kind == 3) && l % 3000 == 0 ? "D" : "-"
+    e = kind >= 2 && l % 1000 == 0 ? ((kind == 3 && l % 7000 == 0) ? "P" : "E") : "-"
+    printf "%08d %s%s ordinary generated text of the large file benchmark ....\n", l, d, e
+    if (kind >= 2 && l % 5000 == 0) print "added line"
+  }
+  print "END_OF_BLOB"
+}
+function commit(ref, mark, msg, kind, parent) {
+  printf "commit %s\nmark :%d\ncommitter bench <bench@example.com> 1700000000 +0000\n", ref, mark
+  printf "data %d\n%s\n", length(msg), msg
+  if (parent != "") printf "from %s\n", parent
+  blob(kind)
+}
+BEGIN {
+  commit("refs/heads/main", 1, "base", 0, "")
+  commit("refs/heads/source", 2, "change", 2, ":1")
+  commit("refs/heads/target", 3, "target baseline", 1, ":1")
+  commit("refs/heads/target", 4, "change (port)", 3, "")
+}' | git -C "$repo" fast-import --quiet
+
+source_range="main..source"
+target_range="target~1..target"
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# Prints "<wall seconds> <CPU seconds (user+sys)>" for one run of "$@".
+time_once() {
+  local TIMEFORMAT='%R %U %S'
+  { time "$@" >/dev/null; } 2>&1 | awk '{ print $1, $2 + $3 }'
+}
+floor() {
+  git -C "$repo" diff -U0 "$source_range"
+  git -C "$repo" diff -U0 "$target_range"
+}
+run_portdiff() { "$portdiff" --repo "$repo" "$source_range" "$target_range" "$@"; }
+# Peak resident memory in MiB of one run of "$@" (GNU time's %M is in KiB).
+rss=$(mktemp)
+peak_mib() {
+  /usr/bin/time -f '%M' -o "$rss" "$@" >/dev/null
+  awk '{ printf "%.0f", $1 / 1024 }' "$rss"
+}
+
+floor >/dev/null  # warm the page cache once, then measure
+run_portdiff --format json >/dev/null
+
+samples=$(mktemp)
+for ((i = 0; i < runs; i++)); do
+  echo "floor $(time_once floor)" >>"$samples"
+  echo "json $(time_once run_portdiff --format json)" >>"$samples"
+  echo "md $(time_once run_portdiff --format md)" >>"$samples"
+done
+median_of() { awk -v k="$1" -v c="$2" '$1 == k { print $c }' "$samples" | median; }
+floor_wall=$(median_of floor 2) floor_cpu=$(median_of floor 3)
+json_wall=$(median_of json 2) json_cpu=$(median_of json 3)
+md_wall=$(median_of md 2) md_cpu=$(median_of md 3)
+rm -f "$samples"
+git_source_rss=$(peak_mib git -C "$repo" diff -U0 "$source_range")
+git_target_rss=$(peak_mib git -C "$repo" diff -U0 "$target_range")
+git_rss=$((git_source_rss > git_target_rss ? git_source_rss : git_target_rss))
+json_rss=$(peak_mib "$portdiff" --repo "$repo" "$source_range" "$target_range" --format json)
+md_rss=$(peak_mib "$portdiff" --repo "$repo" "$source_range" "$target_range" --format md)
+rm -f "$rss"
+totals=$(run_portdiff --format text | sed -n '1p')
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+echo "file: $(git -C "$repo" cat-file -s source:data/big.txt) bytes, $lines lines; git -U0 counts: $(git -C "$repo" diff --numstat "$source_range" | cut -f1,2 | tr '\t' /) / $(git -C "$repo" diff --numstat "$target_range" | cut -f1,2 | tr '\t' /)"
+echo "portdiff: $totals"
+echo "median of $runs runs, seconds       wall   (ratio)   cpu    (ratio)"
+echo "  floor: two git diff -U0          $floor_wall             $floor_cpu"
+echo "  portdiff --format json           $json_wall  ($(ratio "$json_wall" "$floor_wall"))   $json_cpu  ($(ratio "$json_cpu" "$floor_cpu"))"
+echo "  portdiff --format md             $md_wall  ($(ratio "$md_wall" "$floor_wall"))   $md_cpu  ($(ratio "$md_cpu" "$floor_cpu"))"
+echo "peak memory (max RSS), MiB: git diff -U0 source $git_source_rss, target $git_target_rss (larger $git_rss, both $((git_source_rss + git_target_rss)))"
+echo "  portdiff json $json_rss ($(ratio "$json_rss" "$git_rss") the larger git run, $(ratio "$json_rss" $((git_source_rss + git_target_rss))) both)"
+echo "  portdiff md   $md_rss ($(ratio "$md_rss" "$git_rss") the larger git run, $(ratio "$md_rss" $((git_source_rss + git_target_rss))) both)"
+echo "git $(git --version | cut -d' ' -f3), libgit2 $(pkg-config --modversion libgit2 2>/dev/null || echo '?'), $(nproc) cores"
+exit 0
+fi
+
 portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
 files=${FILES:-5000}
 runs=${RUNS:-7}

@@ -6,12 +6,87 @@
 # Each is timed RUNS times (default 5), interleaved, and the medians compared;
 # peak memory (max RSS, GNU time) of one run of each. Goal: find within 1.5x.
 #
-# Usage: bench/portdiff_find_bench.sh [PORTDIFF_BINARY]
+#
+# With --audit: a generated release branch (find_history.py --audit: COMMITS
+# commits on main, default 300, two in three ported) audited in one run,
+#   portdiff audit bench-fork..main --onto release
+# against git's nearest pipeline for the same answers: `git cherry -v release main
+# bench-fork` plus, for each pair the audit compared, a `git diff -U0` of each of
+# its two commits. Medians of RUNS interleaved runs (default 3); peak memory (max
+# RSS, GNU time) of one audit.
+#
+# Usage: bench/portdiff_find_bench.sh [--audit] [PORTDIFF_BINARY]
 #   (default build/portdiff/portdiff; build it first, Release)
-# Environment: RUNS, KEEP=1 keeps the generated repository.
+# Environment: RUNS, KEEP=1 keeps the generated repository; COMMITS (--audit).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+
+if [[ ${1:-} == --audit ]]; then
+shift
+
+portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
+runs=${RUNS:-3}
+[[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
+
+repo=$(mktemp -d)
+[[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
+git -C "$repo" init -q -b main
+python3 "$root/bench/find_history.py" --audit ${COMMITS:-} | git -C "$repo" fast-import --quiet
+cd "$repo"
+
+audit() { "$portdiff" audit bench-fork..main --onto release --format json; }
+# The pairs the audit compared: "<commit> <port>" per line.
+pairs=$(mktemp)
+audit | python3 -c '
+import json, sys
+for row in json.load(sys.stdin)["commits"]:
+    cell = row["cells"][0]
+    if cell["status"] in ("identical", "different"):
+        print(row["commit"], cell["port"])' >"$pairs"
+git_pipeline() {
+  git cherry -v release main bench-fork
+  local commit port
+  while read -r commit port; do
+    git diff -U0 "$commit^" "$commit"
+    git diff -U0 "$port^" "$port"
+  done <"$pairs"
+}
+
+seconds() {
+  local start end
+  start=$(date +%s.%N)
+  "$1" >/dev/null
+  end=$(date +%s.%N)
+  echo "$end - $start" | bc
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+audit >/dev/null  # warm the page cache
+git_pipeline >/dev/null
+samples=$(mktemp)
+for ((i = 0; i < runs; i++)); do
+  echo "audit $(seconds audit)" >>"$samples"
+  echo "git $(seconds git_pipeline)" >>"$samples"
+done
+audit_s=$(awk '$1 == "audit" { print $2 }' "$samples" | median)
+git_s=$(awk '$1 == "git" { print $2 }' "$samples" | median)
+rss=$(mktemp)
+/usr/bin/time -f '%M' -o "$rss" "$portdiff" audit bench-fork..main --onto release --format json >/dev/null
+audit_rss=$(awk '{ printf "%.0f", $1 / 1024 }' "$rss")
+rm -f "$samples" "$rss"
+
+echo "commits: main $(git rev-list --count bench-fork..main), release $(git rev-list --count bench-fork..release); pairs compared: $(wc -l <"$pairs")"
+echo "git cherry: $(git cherry release main bench-fork | grep -c '^-') equivalent, $(git cherry release main bench-fork | grep -c '^+') not"
+echo "portdiff: $("$portdiff" audit bench-fork..main --onto release --format text | sed -n 1p)"
+echo "median of $runs runs, wall seconds"
+echo "  git cherry -v + 2 git diff -U0 per pair  $git_s"
+echo "  portdiff audit                           $audit_s  ($(awk -v a="$audit_s" -v b="$git_s" 'BEGIN { printf "%.2fx", a / b }'))"
+echo "peak memory (max RSS): portdiff audit $audit_rss MiB"
+echo "git $(git --version | cut -d' ' -f3), $(nproc) cores"
+rm -f "$pairs"
+exit 0
+fi
+
 portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
 runs=${RUNS:-5}
 [[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }

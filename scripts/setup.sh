@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(build-essential cmake ninja-build pkg-config git libgit2-dev libgtest-dev nlohmann-json3-dev libcli11-dev python3-venv)
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config git libgit2-dev libgtest-dev nlohmann-json3-dev libcli11-dev libssl-dev python3-venv)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

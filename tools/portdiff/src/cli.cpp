@@ -120,10 +120,33 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
                    "'origin/release-*'); repeatable")
       ->type_name("GLOB")
       ->required();
-  find->add_flag("--report", options.find_report, "Compare COMMIT with every port found");
+  find->add_flag("--report", options.find_report,
+                 "Compare COMMIT with every port found (a branch with only a same-subject "
+                 "hint is listed, not compared)");
+  find->add_flag("--hints", options.find_hints,
+                 "With --report, also compare a branch's same-subject hint, labelled a hint");
   std::string find_format = "md", find_color = "auto";
   std::vector<std::string> find_globs, find_maps;
   add_report_options(*find, options, find_format, find_color, find_globs, find_maps);
+
+  CLI::App* audit = app.add_subcommand(
+      "audit",
+      "Audit a whole branch: every commit of SOURCE_RANGE (merges aside) looked up on\n"
+      "each TARGET by find's rules among the target's commits since it forked, its port\n"
+      "compared by the pair report's rules: identical / different / not ported /\n"
+      "contained; then the target's commits with no source in the range (as git cherry -v).");
+  audit->add_option("SOURCE_RANGE", options.source, "The source commits: BASE..HEAD or BASE...HEAD")
+      ->type_name("RANGE")
+      ->required();
+  audit->add_option("--onto", options.onto, "Target branch(es) or revisions; repeatable")
+      ->type_name("TARGET")
+      ->required();
+  audit->add_flag(
+      "--hints", options.find_hints,
+      "Also compare a commit's same-subject hint where it has no port, labelled a hint");
+  std::string audit_format = "md", audit_color = "auto";
+  std::vector<std::string> audit_globs, audit_maps;
+  add_report_options(*audit, options, audit_format, audit_color, audit_globs, audit_maps);
 
   app.footer(
       "Exit status: 0 report written; 1 with --check when some file is not identical;\n"
@@ -136,8 +159,10 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
 
   if (asks_for_help(argc, argv)) {
     help = app.help();
-    for (int i = 1; i < argc; ++i)
+    for (int i = 1; i < argc; ++i) {
       if (std::string(argv[i]) == "find") help = find->help();
+      if (std::string(argv[i]) == "audit") help = audit->help();
+    }
     return std::nullopt;
   }
   try {
@@ -146,11 +171,22 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
     throw Error(std::string("usage: ") + e.what() + " (see --help)");
   }
   options.find = find->parsed();
-  if (options.find) {
+  options.audit = audit->parsed();
+  if (options.audit) {
+    format = audit_format;
+    color = audit_color;
+    if (!audit_globs.empty()) test_globs = audit_globs;
+    if (!audit_maps.empty()) path_maps = audit_maps;
+    if (options.source.find("..") == std::string::npos)
+      throw Error("usage: SOURCE_RANGE '" + options.source +
+                  "': expected BASE..HEAD or BASE...HEAD, the commits to audit (see --help)");
+  } else if (options.find) {
     format = find_format;
     color = find_color;
     if (!find_globs.empty()) test_globs = find_globs;
     if (!find_maps.empty()) path_maps = find_maps;
+    if (options.find_hints && !options.find_report)
+      throw Error("usage: --hints only says what --report compares; give --report (see --help)");
   } else {
     if (options.source.empty()) throw Error("usage: SOURCE is required (see --help)");
     if (options.targets.empty()) throw Error("usage: TARGET is required (see --help)");

@@ -5,11 +5,13 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "audit/audit.h"
 #include "cli.h"
 #include "error.h"
 #include "git_handle.h"
 #include "pipeline.h"
 #include "render/output.h"
+#include "render/render_audit.h"
 #include "render/render_find.h"
 #include "render/render_reports.h"
 
@@ -54,6 +56,11 @@ int main(int argc, char** argv) {
     }
     options->color = resolve_color(options->color, options->output);
     portdiff::LibGit2 libgit2;
+    if (options->audit) {
+      const portdiff::AuditReport report = portdiff::build_audit(*options);
+      portdiff::write_output(portdiff::render_audit(report, *options), options->output);
+      return options->check && !portdiff::audit_clean(report) ? 1 : 0;
+    }
     if (options->find) {
       const portdiff::FindReport report = portdiff::build_find_report(*options);
       portdiff::write_output(portdiff::render_find(report, *options), options->output);

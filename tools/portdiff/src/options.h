@@ -24,7 +24,8 @@ struct Options final {
   std::string source;                      // `BASE..HEAD`, `BASE...HEAD` or a single commit `C`
   std::vector<std::string> targets;        // one target: a pair report; several: a matrix
   std::vector<std::string> target_labels;  // names for the targets (find: branches); may be empty
-  std::vector<std::string> labels;         // --label SOURCE_NAME TARGET_NAME: empty or two names
+  std::vector<bool> target_hints;   // find --report --hints: that target is a same-subject hint
+  std::vector<std::string> labels;  // --label SOURCE_NAME TARGET_NAME: empty or two names
   Format format = Format::markdown;
   std::string output;  // empty or "-": standard output
   // Globs naming the Python test files whose test functions are compared. A glob
@@ -41,6 +42,12 @@ struct Options final {
   std::string find_commit;
   std::vector<std::string> branch_globs;
   bool find_report = false;  // compare the ports found (a matrix report)
+  bool find_hints = false;   // --hints: --report also compares a branch's same-subject hint
+
+  // `portdiff audit SOURCE_RANGE --onto TARGET...`: set when that subcommand was
+  // given; the range is `source`, and --hints is `find_hints`.
+  bool audit = false;
+  std::vector<std::string> onto;
 };
 
 }  // namespace portdiff

@@ -56,6 +56,10 @@ std::vector<Report> build_reports(const Options& options) {
     if (i < options.target_labels.size()) {
       ranges.back().label = options.target_labels[i];
       ranges.back().named = true;
+      if (i < options.target_hints.size() && options.target_hints[i]) {
+        ranges.back().hint = true;
+        ranges.back().label += " (hint)";
+      }
     }
   }
   for (std::size_t i = 0; i < options.labels.size() && i < ranges.size(); ++i) {
@@ -66,23 +70,29 @@ std::vector<Report> build_reports(const Options& options) {
   const std::vector<SharedPatch> patches = patches_of(options, ranges);
 
   std::vector<Report> reports;
-  for (std::size_t i = 1; i < ranges.size(); ++i) {
-    Report& report = reports.emplace_back();
-    report.find_renames = options.find_renames;
-    report.source = ranges[0];
-    report.target = ranges[i];
-    report.source_patch = patches[0];
-    report.target_patch = patches[i];
-    report.files = classify(*report.source_patch, *report.target_patch, options.path_maps);
-    realign(repo.get(), report.files);
-    size_differences(report.files);
-    describe_final_files(repo.get(), report.files);
-    describe_other_heads(repo.get(), report.source, report.target, report.files);
-    report.totals = count(report.files);
-    report.tests =
-        compare_test_functions(repo.get(), report.source, report.target, report.files, options);
-  }
+  for (std::size_t i = 1; i < ranges.size(); ++i)
+    reports.push_back(
+        compare_patches(repo.get(), ranges[0], ranges[i], patches[0], patches[i], options));
   return reports;
+}
+
+Report compare_patches(git_repository* repo, const ResolvedRange& source,
+                       const ResolvedRange& target, std::shared_ptr<const SidePatch> source_patch,
+                       std::shared_ptr<const SidePatch> target_patch, const Options& options) {
+  Report report;
+  report.find_renames = options.find_renames;
+  report.source = source;
+  report.target = target;
+  report.source_patch = std::move(source_patch);
+  report.target_patch = std::move(target_patch);
+  report.files = classify(*report.source_patch, *report.target_patch, options.path_maps);
+  realign(repo, report.files);
+  size_differences(report.files);
+  describe_final_files(repo, report.files);
+  describe_other_heads(repo, report.source, report.target, report.files);
+  report.totals = count(report.files);
+  report.tests = compare_test_functions(repo, report.source, report.target, report.files, options);
+  return report;
 }
 
 FindReport build_find_report(Options options) {

@@ -13,6 +13,13 @@ namespace portdiff {
 /// once, all of them concurrently. Rendering is the caller's last step.
 std::vector<Report> build_reports(const Options& options);
 
+/// The stages after the diff for one pair whose patches are already collected
+/// (classify → realign → size → final files → other heads → test functions): what
+/// build_reports() does for each target, for callers that hold the patches.
+Report compare_patches(git_repository* repo, const ResolvedRange& source,
+                       const ResolvedRange& target, std::shared_ptr<const SidePatch> source_patch,
+                       std::shared_ptr<const SidePatch> target_patch, const Options& options);
+
 /// `portdiff find`: find_ports() on `options.repo`, then with --report build_reports()
 /// of COMMIT against the port add_port_targets() picks on each branch. Raises
 /// Error as those do (no branch matched; with --report, no port to compare).

@@ -516,5 +516,95 @@ TEST(CasesP25toP33, P31InheritedPortsFollowTheDirectionOfTheFix) {
   EXPECT_TRUE(contains(text.out, "main = origin/main  " + main_port.substr(0, 12))) << text.out;
 }
 
+/// git's places for one file of a range: each added line's number in the new file
+/// and each deleted line's in the old one, read from `git diff -U0` hunk headers
+/// (`@@ -OLD[,N] +NEW[,M] @@`), with the line's text (without "\n").
+struct GitLine final {
+  char origin;
+  long number;
+  std::string text;
+};
+std::vector<GitLine> git_places(const TempRepo& repo, const std::string& range,
+                                const std::string& path) {
+  std::vector<GitLine> places;
+  long old_at = 0, new_at = 0;
+  for (const std::string& line : lines_of(repo.git("diff -U0 " + range + " -- " + path))) {
+    if (line.rfind("@@ ", 0) == 0) {
+      std::istringstream header(line.substr(3));
+      std::string old_part, new_part;
+      header >> old_part >> new_part;
+      old_at = std::stol(old_part.substr(1));
+      new_at = std::stol(new_part.substr(1));
+    } else if (line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0) {
+      continue;
+    } else if (!line.empty() && line[0] == '+') {
+      places.push_back({'+', new_at++, line.substr(1)});
+    } else if (!line.empty() && line[0] == '-') {
+      places.push_back({'-', old_at++, line.substr(1)});
+    }
+  }
+  return places;
+}
+
+/// The one line of `places` with `origin` and `text`.
+long place_of(const std::vector<GitLine>& places, char origin, const std::string& text) {
+  long found = -1;
+  for (const GitLine& line : places)
+    if (line.origin == origin && line.text == text) {
+      EXPECT_EQ(found, -1) << "two lines " << origin << text;
+      found = line.number;
+    }
+  EXPECT_NE(found, -1) << "no line " << origin << text;
+  return found;
+}
+
+TEST(CasesP25toP33, P30ExcerptsSayWhereTheSidesDiffer) {
+  TempRepo repo;
+  const std::string indent(80, ' ');
+  const std::string spaces(100, ' ');
+  // blank.py: both sides add x, y and a blank line, the blank at another place —
+  // the first difference is a blank line on each side. deep.py: the source alone
+  // adds a deeply indented line. space.py: the source alone adds a line of spaces.
+  const Ports ports = make_ports(
+      repo, {{"blank.py", "a\nb\nc\n"}, {"deep.py", "d\n"}, {"space.py", "s\n"}},
+      {{"blank.py", "a\nx\n\ny\nb\nc\n"},
+       {"deep.py", "d\ne\n" + indent + "return value\n"},
+       {"space.py", "s\nt\n" + spaces + "\n"}},
+      {{"blank.py", "top\na\nb\nc\n"}},
+      {{"blank.py", "top\na\nx\ny\n\nb\nc\n"}, {"deep.py", "d\ne\n"}, {"space.py", "s\nt\n"}});
+  const json report = report_json(repo, {ports.source, ports.target});
+
+  // The blank lines: the same text, so each side names its line as git numbers it.
+  const long source_blank = place_of(git_places(repo, ports.source, "blank.py"), '+', "");
+  const long target_blank = place_of(git_places(repo, ports.target, "blank.py"), '+', "");
+  ASSERT_NE(source_blank, target_blank);
+  EXPECT_EQ(row_of(report, "blank.py")["first_difference"],
+            "source +\"\\n\" (new line " + std::to_string(source_blank) +
+                ") · target +\"\\n\" (new line " + std::to_string(target_blank) + ")");
+
+  // A deep indent does not fill the window: the text is in view, no number needed.
+  const std::string deep = row_of(report, "deep.py")["first_difference"];
+  EXPECT_TRUE(contains(deep, "return value\\n\"")) << deep;
+  EXPECT_TRUE(contains(deep, " · target (none)")) << deep;
+  EXPECT_FALSE(contains(deep, "line ")) << deep;
+
+  // Spaces only: the excerpt cannot show which line, so its number says.
+  const long space_line = place_of(git_places(repo, ports.source, "space.py"), '+', spaces);
+  const std::string space = row_of(report, "space.py")["first_difference"];
+  EXPECT_TRUE(
+      contains(space, "\"... (new line " + std::to_string(space_line) + ") · target (none)"))
+      << space;
+
+  // The same words in Markdown (code spans) and text.
+  const CommandResult markdown = run_portdiff({"--repo", repo.dir(), ports.source, ports.target});
+  EXPECT_TRUE(contains(markdown.out, "source `+\"\\n\"` (new line " + std::to_string(source_blank) +
+                                         ") · target `+\"\\n\"` (new line " +
+                                         std::to_string(target_blank) + ")"))
+      << markdown.out;
+  const CommandResult text = run_portdiff(
+      {"--repo", repo.dir(), ports.source, ports.target, "--format", "text", "--color", "never"});
+  EXPECT_TRUE(contains(text.out, "(new line " + std::to_string(target_blank) + ")")) << text.out;
+}
+
 }  // namespace
 }  // namespace portdiff_test

@@ -165,10 +165,13 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   EXPECT_EQ(found["branches"][0]["branch"], "release-1");
   EXPECT_EQ(found["branches"][0]["ports"],
             json::parse("[{\"commit\": \"" + r.port1 +
-                        "\", \"found_by\": [\"patch-id\", \"changed-lines\", \"same-subject\"]}]"));
-  EXPECT_EQ(found["branches"][1]["ports"],
-            json::parse("[{\"commit\": \"" + r.port2 +
-                        "\", \"found_by\": [\"cherry-pick-trailer\", \"same-subject\"]}]"));
+                        "\", \"found_by\": [\"patch-id\", \"changed-lines\", \"same-subject\"], "
+                        "\"hint\": false}]"));
+  EXPECT_EQ(
+      found["branches"][1]["ports"],
+      json::parse(
+          "[{\"commit\": \"" + r.port2 +
+          "\", \"found_by\": [\"cherry-pick-trailer\", \"same-subject\"], \"hint\": false}]"));
   EXPECT_EQ(found["branches"][2]["ports"], json::array());
   EXPECT_FALSE(found.contains("report"));
 

@@ -14,9 +14,9 @@ int on_line(const git_diff_delta* /*delta*/, const git_diff_hunk* /*hunk*/,
   // The *_EOFNL origins only annotate the previous line, whose content already
   // lacks the '\n'; context lines do not occur with zero context.
   if (line->origin == GIT_DIFF_LINE_ADDITION)
-    lines.push('+', line->content, line->content_len);
+    lines.push('+', line->content, line->content_len, static_cast<std::uint32_t>(line->new_lineno));
   else if (line->origin == GIT_DIFF_LINE_DELETION)
-    lines.push('-', line->content, line->content_len);
+    lines.push('-', line->content, line->content_len, static_cast<std::uint32_t>(line->old_lineno));
   return 0;
 }
 
@@ -81,16 +81,21 @@ PatchLines read_region(std::string_view old_text, std::string_view new_text) {
   std::size_t suffix = 0;  // never overlapping the prefix
   while (prefix + suffix < most && a_line(a_lines - 1 - suffix) == b_line(b_lines - 1 - suffix))
     ++suffix;
-  return xdiff(old_text.substr(a[prefix], a[a_lines - suffix] - a[prefix]),
-               new_text.substr(b[prefix], b[b_lines - suffix] - b[prefix]));
+  PatchLines lines = xdiff(old_text.substr(a[prefix], a[a_lines - suffix] - a[prefix]),
+                           new_text.substr(b[prefix], b[b_lines - suffix] - b[prefix]));
+  // Numbered in the whole files, not in the cut-out region.
+  for (std::uint32_t& at : lines.added_at) at += static_cast<std::uint32_t>(prefix);
+  for (std::uint32_t& at : lines.deleted_at) at += static_cast<std::uint32_t>(prefix);
+  return lines;
 }
 
 void push_all_lines(std::string_view text, char origin, PatchLines& lines) {
   std::size_t begin = 0;
+  std::uint32_t number = 0;
   while (begin < text.size()) {
     std::size_t end = text.find('\n', begin);
     end = end == std::string_view::npos ? text.size() : end + 1;
-    lines.push(origin, text.data() + begin, end - begin);
+    lines.push(origin, text.data() + begin, end - begin, ++number);
     begin = end;
   }
 }

@@ -39,14 +39,19 @@ class LineSeq final {
 
 /// The lines of one file's patch: added and deleted lines, and their patch order
 /// (one '-' or '+' per line, as the patch lists them) so that the first difference
-/// between two patches can be found in reading order.
+/// between two patches can be found in reading order. Each line keeps its place
+/// (1-based): an added line's number in the new file, a deleted line's in the old
+/// one, as `git diff -U0`'s hunk headers count them (P30: where the sides differ).
 struct PatchLines final {
   LineSeq added;
   LineSeq deleted;
   std::string order;
+  std::vector<std::uint32_t> added_at;
+  std::vector<std::uint32_t> deleted_at;
 
-  void push(char origin, const char* bytes, std::size_t length) {
+  void push(char origin, const char* bytes, std::size_t length, std::uint32_t line_number) {
     (origin == '+' ? added : deleted).push(bytes, length);
+    (origin == '+' ? added_at : deleted_at).push_back(line_number);
     order.push_back(origin);
   }
   bool operator==(const PatchLines& other) const {

@@ -17,6 +17,7 @@
 #include "diff/side_diff.h"
 #include "error.h"
 #include "find/patch_id.h"
+#include "find/port_rules.h"
 #include "ranges/ancestry.h"
 
 namespace portdiff {
@@ -26,45 +27,6 @@ CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
   git_commit* raw = nullptr;
   check(git_commit_lookup(&raw, repo, &id), "looking up commit " + to_hex(id));
   return CommitPtr(raw);
-}
-
-std::set<std::string> paths_of(git_diff* diff) {
-  std::set<std::string> paths;
-  for (std::size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
-    const git_diff_delta* delta = git_diff_get_delta(diff, i);
-    paths.insert(delta->old_file.path);
-    paths.insert(delta->new_file.path);
-  }
-  return paths;
-}
-
-/// Whether `message` says "(cherry picked from commit X)" with X naming `commit`
-/// (in full, or abbreviated to 7 or more hex digits).
-bool names_in_trailer(const char* message, const std::string& commit_hex) {
-  const std::string marker = "(cherry picked from commit ";
-  const std::string text = message == nullptr ? "" : message;
-  for (std::size_t at = text.find(marker); at != std::string::npos;
-       at = text.find(marker, at + 1)) {
-    const std::size_t start = at + marker.size();
-    const std::size_t end = text.find(')', start);
-    if (end == std::string::npos) break;
-    const std::string named = text.substr(start, end - start);
-    if (named.size() >= 7 && commit_hex.compare(0, named.size(), named) == 0) return true;
-  }
-  return false;
-}
-
-/// The subject without what ports add to it: leading "[tag] " markers and a
-/// trailing " (#123)" pull request number.
-std::string bare_subject(std::string subject) {
-  while (subject.size() > 1 && subject[0] == '[') {
-    const std::size_t close = subject.find("] ");
-    if (close == std::string::npos) break;
-    subject.erase(0, close + 2);
-  }
-  const std::size_t open = subject.rfind(" (#");
-  if (open != std::string::npos && subject.back() == ')') subject.erase(open);
-  return subject;
 }
 
 struct Branch final {
@@ -180,23 +142,6 @@ bool touches_all(git_tree* tree, git_tree* parent_tree, const std::vector<std::s
       return false;
   }
   return true;
-}
-
-/// One commit's patch as the report reads it: against its first parent.
-SidePatch report_patch(git_repository* repo, git_commit* commit, const Options& options) {
-  ResolvedRange range;
-  range.base = *git_commit_parent_id(commit, 0);
-  range.head = *git_commit_id(commit);
-  return collect_lines(repo, diff_range(repo, range, options).get());
-}
-
-/// The report's own rule: every file of the union identical.
-bool same_changed_lines(git_repository* repo, const SidePatch& a, const SidePatch& b) {
-  std::vector<FileVerdict> rows = classify(a, b);
-  realign(repo, rows);
-  for (const FileVerdict& row : rows)
-    if (row.verdict != Verdict::identical) return false;
-  return !rows.empty();
 }
 
 struct OidHash final {
@@ -446,22 +391,39 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   return found;
 }
 
+const Port* compared_port(const BranchPorts& branch, bool hints) {
+  // A branch that contains COMMIT has no port to compare (case P25).
+  if (branch.contains_commit) return nullptr;
+  const auto best = std::find_if(branch.ports.begin(), branch.ports.end(),
+                                 [](const Port& port) { return port.evidence(); });
+  if (best != branch.ports.end()) return &*best;
+  // A same-subject hint is compared only when asked (--hints).
+  return hints && !branch.ports.empty() ? &branch.ports.front() : nullptr;
+}
+
 void add_port_targets(const FindResult& found, Options& options) {
   options.source = to_hex(found.commit);
   options.targets.clear();
   options.target_labels.clear();
+  options.target_hints.clear();
+  std::size_t hint_only = 0;
   for (const BranchPorts& branch : found.branches) {
-    // A branch that contains COMMIT has no port to compare (case P25).
-    if (branch.ports.empty() || branch.contains_commit) continue;
-    const auto best = std::find_if(branch.ports.begin(), branch.ports.end(),
-                                   [](const Port& port) { return port.evidence(); });
-    const Port& port = best != branch.ports.end() ? *best : branch.ports.front();
-    options.targets.push_back(to_hex(port.commit));
+    const Port* port = compared_port(branch, options.find_hints);
+    if (port == nullptr) {
+      if (!branch.contains_commit && !branch.ports.empty()) ++hint_only;
+      continue;
+    }
+    options.targets.push_back(to_hex(port->commit));
     options.target_labels.push_back(branch.branch);
+    options.target_hints.push_back(!port->evidence());
   }
   if (options.targets.empty())
     throw Error("no port of " + to_hex(found.commit).substr(0, 12) +
-                " on the branches --branches matched: nothing to compare");
+                " on the branches --branches matched: nothing to compare" +
+                (hint_only == 0 ? std::string()
+                                : " (" + std::to_string(hint_only) +
+                                      (hint_only == 1 ? " branch has" : " branches have") +
+                                      " only a same-subject hint; --hints compares it)"));
 }
 
 }  // namespace portdiff

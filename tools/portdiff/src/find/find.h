@@ -80,8 +80,13 @@ FindResult find_ports(git_repository* repo, const Options& options);
 /// numbers, so "v2.9.0" comes before "v2.10.0" (as `sort -V` has it).
 bool version_less(const std::string& a, const std::string& b);
 
-/// The port on each branch that --report compares: its newest port with evidence,
-/// else its newest same-subject hint. Raises Error when no branch has a port.
+/// The port --report compares on `branch`: its newest port with evidence, else —
+/// only with `hints` (--hints) — its newest same-subject hint; none (nullptr) on a
+/// branch that contains COMMIT or has nothing to compare.
+const Port* compared_port(const BranchPorts& branch, bool hints);
+
+/// Sets `options` to compare COMMIT with compared_port() of each branch, labelled
+/// by the branch (a hint marked in `target_hints`). Raises Error when there is none.
 void add_port_targets(const FindResult& found, Options& options);
 
 }  // namespace portdiff

@@ -8,11 +8,55 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <openssl/err.h>
+#include <openssl/evp.h>
+
+#include <memory>
+
 #include "diff/content.h"
-#include "find/sha1.h"
+#include "error.h"
 
 namespace portdiff {
 namespace {
+
+/*
+ * SHA-1 of raw bytes by OpenSSL's EVP interface: git hashes the patch text
+ * itself, which libgit2 has no call for (git_odb_hash prefixes an object header).
+ * Fed in pieces; finish() gives the digest and starts over.
+ */
+class Sha1 final {
+ public:
+  Sha1() : context_(EVP_MD_CTX_new()) {
+    if (!context_) fail("allocating a SHA-1 context");
+    start();
+  }
+  void update(std::string_view bytes) {
+    if (EVP_DigestUpdate(context_.get(), bytes.data(), bytes.size()) != 1) fail("hashing");
+  }
+  std::array<std::uint8_t, 20> finish() {
+    std::array<std::uint8_t, 20> digest{};
+    unsigned length = 0;
+    if (EVP_DigestFinal_ex(context_.get(), digest.data(), &length) != 1 || length != digest.size())
+      fail("finishing a SHA-1");
+    start();
+    return digest;
+  }
+
+ private:
+  struct Free final {
+    void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
+  };
+  void start() {
+    if (EVP_DigestInit_ex(context_.get(), EVP_sha1(), nullptr) != 1) fail("starting a SHA-1");
+  }
+  [[noreturn]] static void fail(const std::string& what) {
+    char reason[256] = "unknown error";
+    if (const unsigned long code = ERR_get_error(); code != 0)
+      ERR_error_string_n(code, reason, sizeof reason);
+    throw Error("OpenSSL: " + what + ": " + reason);
+  }
+  std::unique_ptr<EVP_MD_CTX, Free> context_;
+};
 
 /// diffcore-delta's view of a blob: the bytes of its chunks (a line, or 64 bytes
 /// of one), counted per chunk hash; CR before LF is skipped in text.

@@ -73,7 +73,7 @@ ResolvedRange resolve_range(git_repository* repo, const std::string& spec,
                             const std::string& side) {
   const std::string where = side + " '" + spec + "'";
   const std::string hint = shallow_hint(repo);
-  ResolvedRange range{spec, spec, false, {}, {}, {}};
+  ResolvedRange range{spec, spec, false, {}, {}, {}, false};
   std::string base_written, head_written;
 
   const std::size_t dots = spec.find("..");

@@ -34,6 +34,9 @@ struct ResolvedRange final {
   git_oid base{};
   git_oid head{};
   std::vector<RangeCommit> commits;  // base..head, oldest first (list_commits)
+  // find --report --hints: the head is only a same-subject hint, not a port with
+  // evidence; the label then ends in " (hint)".
+  bool hint = false;
 };
 
 ResolvedRange resolve_range(git_repository* repo, const std::string& spec, const std::string& side);

@@ -13,19 +13,6 @@
 namespace portdiff {
 namespace {
 
-/// How a port was found, strongest evidence first; `json` gives the JSON names.
-std::vector<std::string> found_by(const Port& port, bool json_names) {
-  std::vector<std::string> how;
-  if (port.by_trailer) how.push_back(json_names ? "cherry-pick-trailer" : "cherry-pick trailer");
-  if (port.by_patch_id) how.push_back("patch-id");
-  if (port.by_changed_lines) how.push_back(json_names ? "changed-lines" : "changed lines");
-  if (port.by_subject)
-    how.push_back(json_names        ? "same-subject"
-                  : port.evidence() ? "same subject"
-                                    : "same subject (hint)");
-  return how;
-}
-
 std::string joined(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& word : words) out += (out.empty() ? "" : ", ") + word;
@@ -48,12 +35,24 @@ struct ListingLine final {
   std::string how;
 };
 
-std::vector<ListingLine> branch_lines(const BranchPorts& branch, bool full_ids) {
+/// What --report does with a hint: compared only with --hints, and said either way.
+std::string hint_note(const Port& port, const BranchPorts& branch, const Options& options) {
+  if (!options.find_report || port.evidence()) return "";
+  const Port* compared = compared_port(branch, options.find_hints);
+  if (compared == &port) return " — compared as a hint (--hints)";
+  if (compared == nullptr && &port == &branch.ports.front() && !branch.contains_commit)
+    return " — not compared (--hints compares it)";
+  return "";
+}
+
+std::vector<ListingLine> branch_lines(const BranchPorts& branch, bool full_ids,
+                                      const Options& options) {
   std::vector<ListingLine> lines;
   const auto id = [&](const git_oid& oid) { return full_ids ? to_hex(oid) : short_hex(oid); };
   if (branch.contains_commit) lines.push_back({"contains the commit", false, ""});
   for (const Port& port : branch.ports)
-    lines.push_back({id(port.commit), true, joined(found_by(port, false))});
+    lines.push_back(
+        {id(port.commit), true, joined(found_by(port, false)) + hint_note(port, branch, options)});
   for (const InheritedPort& port : branch.inherited)
     lines.push_back({id(port.commit), true, "inherited (listed on " + port.from + ")"});
   if (lines.empty()) lines.push_back({"no port", false, ""});
@@ -79,7 +78,7 @@ std::string merge_note(const FindResult& found) {
          " parents: its patch is against the first parent, as cherry-pick -m1 applies it";
 }
 
-std::string markdown_listing(const FindResult& found) {
+std::string markdown_listing(const FindResult& found, const Options& options) {
   std::ostringstream out;
   out << "# Ports of `" << to_hex(found.commit) << "`\n\n";
   out << md_text(found.subject) << " — "
@@ -90,14 +89,14 @@ std::string markdown_listing(const FindResult& found) {
   if (found.cut()) out << "**" << md_text(shallow_note(found)) << ".**\n\n";
   out << "| branch | port | found by |\n|---|---|---|\n";
   for (const BranchPorts& branch : found.branches)
-    for (const ListingLine& line : branch_lines(branch, true))
+    for (const ListingLine& line : branch_lines(branch, true, options))
       out << "| " << code(branch_title(branch)) << " | "
           << (line.is_commit ? "`" + line.what + "`" : line.what) << " | "
           << (line.how.empty() ? "—" : md_text(line.how)) << " |\n";
   return out.str();
 }
 
-std::string text_listing(const FindResult& found) {
+std::string text_listing(const FindResult& found, const Options& options) {
   std::ostringstream out;
   out << "commit    " << to_hex(found.commit) << "  " << quote(found.subject) << "\n";
   if (!merge_note(found).empty()) out << "          " << merge_note(found) << "\n";
@@ -111,7 +110,7 @@ std::string text_listing(const FindResult& found) {
   for (const BranchPorts& branch : found.branches) {
     const std::string name = quote(branch_title(branch));
     const std::string padded = name + std::string(width + 2 - name.size(), ' ');
-    for (const ListingLine& line : branch_lines(branch, false))
+    for (const ListingLine& line : branch_lines(branch, false, options))
       out << padded << line.what << (line.how.empty() ? "" : "  " + line.how) << "\n";
   }
   return out.str();
@@ -132,6 +131,7 @@ std::string json_document(const FindReport& report, const Options& options) {
       json entry = json::object();
       entry["commit"] = to_hex(port.commit);
       entry["found_by"] = found_by(port, true);
+      entry["hint"] = !port.evidence();  // only the subject matched
       ports.push_back(std::move(entry));
     }
     json inherited = json::array();
@@ -159,6 +159,19 @@ std::string json_document(const FindReport& report, const Options& options) {
   document["branches"] = std::move(branches);
   document["complete"] = !found.cut();
   document["history_ends"] = hex_list(found.history_ends);
+  if (options.find_report) {
+    json compared = json::array();  // what --report compared, in branch order
+    for (const BranchPorts& branch : found.branches) {
+      const Port* port = compared_port(branch, options.find_hints);
+      if (port == nullptr) continue;
+      json entry = json::object();
+      entry["branch"] = branch.branch;
+      entry["commit"] = to_hex(port->commit);
+      entry["hint"] = !port->evidence();
+      compared.push_back(std::move(entry));
+    }
+    document["compared"] = std::move(compared);
+  }
   if (report.reports.size() == 1) {
     document["report"] = report_json(report.reports.front(), options);
   } else if (!report.reports.empty()) {
@@ -170,10 +183,23 @@ std::string json_document(const FindReport& report, const Options& options) {
 
 }  // namespace
 
+/// How a port was found, strongest evidence first; `json` gives the JSON names.
+std::vector<std::string> found_by(const Port& port, bool json_names) {
+  std::vector<std::string> how;
+  if (port.by_trailer) how.push_back(json_names ? "cherry-pick-trailer" : "cherry-pick trailer");
+  if (port.by_patch_id) how.push_back("patch-id");
+  if (port.by_changed_lines) how.push_back(json_names ? "changed-lines" : "changed lines");
+  if (port.by_subject)
+    how.push_back(json_names        ? "same-subject"
+                  : port.evidence() ? "same subject"
+                                    : "same subject (hint)");
+  return how;
+}
+
 std::string render_find(const FindReport& report, const Options& options) {
   if (options.format == Format::json) return json_document(report, options);
-  std::string text =
-      options.format == Format::text ? text_listing(report.found) : markdown_listing(report.found);
+  std::string text = options.format == Format::text ? text_listing(report.found, options)
+                                                    : markdown_listing(report.found, options);
   if (!report.reports.empty()) text += "\n" + render_reports(report.reports, options);
   return text;
 }

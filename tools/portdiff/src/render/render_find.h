@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "options.h"
 #include "report.h"
@@ -12,5 +13,9 @@ namespace portdiff {
 /// ("portdiff-find/2") carries that comparison as its "report" member instead: a
 /// pair report for one port, else a matrix.
 std::string render_find(const FindReport& report, const Options& options);
+
+/// How a port was found, strongest evidence first ("cherry-pick trailer", ...);
+/// `json_names` gives the JSON names ("cherry-pick-trailer", ...).
+std::vector<std::string> found_by(const Port& port, bool json_names);
 
 }  // namespace portdiff

@@ -33,6 +33,7 @@ json range_json(const ResolvedRange& r) {
   json out = json::object();
   out["spec"] = r.spec;
   out["label"] = r.label;
+  out["hint"] = r.hint;
   out["base"] = to_hex(r.base);
   out["head"] = to_hex(r.head);
   json commits = json::array();

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <git2.h>
+
+#include <string>
+#include <vector>
+
+#include "classify/classify.h"
+#include "find/find.h"
+#include "options.h"
+#include "ranges/range.h"
+
+namespace portdiff {
+
+/*
+ * `portdiff audit SOURCE_RANGE --onto TARGET...`: a whole-branch audit. Every
+ * commit of the source range (merges aside: a port is of a commit, as git cherry
+ * has it) is looked up on each target by find's rules (find.h, port_rules.h) among
+ * the target's commits since it forked — those reachable from the target and not
+ * from the range's head, git cherry's set — and its port compared with it by the
+ * pair report's rules. A target that already holds the commit contains it. The
+ * target's own commits that are no port of any commit of the range are listed as
+ * having no source (git cherry -v's `+` lines, with find's wider rules).
+ */
+enum class AuditStatus {
+  identical,   // its port changes every file identically
+  different,   // its port differs in some file (the rows are kept)
+  not_ported,  // no port, not even a hint
+  hint,        // only a same-subject hint, not compared (without --hints)
+  contained,   // the target's history holds the commit itself
+};
+
+/// A file row of a compared port that is not identical.
+struct AuditFile final {
+  std::string path;
+  Verdict verdict = Verdict::different;
+  Difference difference = Difference::none;
+};
+
+struct AuditCell final {
+  AuditStatus status = AuditStatus::not_ported;
+  bool has_port = false;  // `port` is set: a port with evidence, or a hint
+  Port port;
+  bool compared_hint = false;      // --hints compared a same-subject hint
+  std::vector<AuditFile> differs;  // different: the rows that are not identical
+};
+
+struct AuditCommit final {
+  git_oid id{};
+  std::string subject;
+  std::vector<AuditCell> cells;  // one per target, in --onto order
+};
+
+/// A target commit that is no port of any commit of the range.
+struct UnsourcedCommit final {
+  git_oid id{};
+  std::string subject;
+  bool has_hint = false;  // its subject is a range commit's (`hint_of`), nothing more
+  git_oid hint_of{};
+};
+
+struct AuditTarget final {
+  std::string label;  // as given to --onto
+  git_oid head{};
+  git_oid fork{};                          // the merge base with the range's head
+  std::vector<UnsourcedCommit> unsourced;  // newest first
+};
+
+struct AuditReport final {
+  ResolvedRange source;
+  std::size_t merges = 0;  // merges of the range, not audited
+  std::vector<AuditTarget> targets;
+  std::vector<AuditCommit> commits;  // oldest first
+};
+
+/// Runs the audit: resolves the range and the targets, matches every commit, and
+/// compares each port found with build_reports(). Raises Error as those do.
+AuditReport build_audit(const Options& options);
+
+/// Whether every cell is identical or contained (the --check condition).
+bool audit_clean(const AuditReport& report);
+
+}  // namespace portdiff

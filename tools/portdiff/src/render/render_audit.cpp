@@ -1,0 +1,292 @@
+#include "render/render_audit.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "git_handle.h"
+#include "render/markdown_text.h"
+#include "render/quote.h"
+#include "render/render.h"
+#include "render/render_find.h"
+#include "render/render_json.h"
+
+namespace portdiff {
+namespace {
+
+std::string short_hex(const git_oid& id) { return to_hex(id).substr(0, 12); }
+
+const char* status_name(AuditStatus status) {
+  switch (status) {
+    case AuditStatus::identical:
+      return "identical";
+    case AuditStatus::different:
+      return "different";
+    case AuditStatus::not_ported:
+      return "not-ported";
+    case AuditStatus::hint:
+      return "hint";
+    case AuditStatus::contained:
+      return "contained";
+  }
+  return "";
+}
+
+/// A differing file as a cell lists it: `f.py (lines)`, `g.py (only-source)`.
+std::string file_words(const AuditFile& file, const NameStyle& name) {
+  const std::string why = file.verdict == Verdict::different ? difference_name(file.difference)
+                                                             : verdict_name(file.verdict);
+  return name(file.path) + " (" + why + ")";
+}
+
+/// One cell in words; `id` and `name` style the port's id and the paths.
+std::string cell_words(const AuditCell& cell, const NameStyle& id, const NameStyle& name) {
+  const std::string port = cell.has_port ? id(short_hex(cell.port.commit)) : "";
+  const std::string hint = cell.compared_hint ? " (hint)" : "";
+  switch (cell.status) {
+    case AuditStatus::identical:
+      return "identical " + port + hint;
+    case AuditStatus::different: {
+      std::string files;
+      for (const AuditFile& file : cell.differs)
+        files += (files.empty() ? "" : ", ") + file_words(file, name);
+      return "different " + port + hint + ": " + files;
+    }
+    case AuditStatus::not_ported:
+      return "not ported";
+    case AuditStatus::hint:
+      return "hint " + port + ", not compared (--hints compares it)";
+    case AuditStatus::contained:
+      return "contained";
+  }
+  return "";
+}
+
+struct Counts final {
+  std::size_t identical = 0, different = 0, not_ported = 0, hint = 0, contained = 0;
+};
+
+Counts counts_of(const AuditReport& report, std::size_t target) {
+  Counts counts;
+  for (const AuditCommit& row : report.commits) switch (row.cells[target].status) {
+      case AuditStatus::identical:
+        ++counts.identical;
+        break;
+      case AuditStatus::different:
+        ++counts.different;
+        break;
+      case AuditStatus::not_ported:
+        ++counts.not_ported;
+        break;
+      case AuditStatus::hint:
+        ++counts.hint;
+        break;
+      case AuditStatus::contained:
+        ++counts.contained;
+        break;
+    }
+  return counts;
+}
+
+std::string counts_words(const Counts& c) {
+  return std::to_string(c.identical) + " identical, " + std::to_string(c.different) +
+         " different, " + std::to_string(c.not_ported) + " not ported, " + std::to_string(c.hint) +
+         " only a hint, " + std::to_string(c.contained) + " contained";
+}
+
+std::string verdict_line(const AuditReport& report) {
+  std::string line =
+      std::string("Audit: ") + (audit_clean(report) ? "all ported" : "not all ported") + " — " +
+      plural(report.commits.size(), "commit") + " onto " + plural(report.targets.size(), "target");
+  for (std::size_t t = 0; t < report.targets.size(); ++t)
+    line += std::string(t == 0 ? ": " : "; ") + report.targets[t].label + " " +
+            counts_words(counts_of(report, t)) + ", " +
+            std::to_string(report.targets[t].unsourced.size()) + " without source";
+  return line;
+}
+
+/// Whether --brief keeps the row: some target is neither identical nor contained.
+bool shown(const AuditCommit& row, const Options& options) {
+  if (!options.brief) return true;
+  return std::any_of(row.cells.begin(), row.cells.end(), [](const AuditCell& cell) {
+    return cell.status != AuditStatus::identical && cell.status != AuditStatus::contained;
+  });
+}
+
+std::string merges_note(const AuditReport& report) {
+  if (report.merges == 0) return "";
+  return plural(report.merges, "merge") +
+         " of the range not audited (a port is of a commit, as git cherry has it)";
+}
+
+std::string markdown(const AuditReport& report, const Options& options) {
+  std::ostringstream out;
+  out << "# Port audit: " << code_text(report.source.label) << " onto ";
+  for (std::size_t t = 0; t < report.targets.size(); ++t)
+    out << (t == 0 ? "" : ", ") << code_text(report.targets[t].label);
+  out << "\n\n**" << md_text(verdict_line(report)) << ".**\n\n";
+  out << "Every commit of the source range is looked up on each target by `portdiff find`'s "
+         "rules (cherry-pick trailer, stable patch-id, changed lines; a same-subject hint is "
+         "compared only with `--hints`) among the target's commits since it forked, and its "
+         "port compared by the pair report's rules. *contained*: the target holds the commit "
+         "itself.\n\n";
+  out << "- source " << code_text(report.source.spec) << ": `" << to_hex(report.source.base) << ".."
+      << to_hex(report.source.head) << "` — " << plural(report.commits.size(), "commit") << "\n";
+  for (const AuditTarget& target : report.targets)
+    out << "- target " << code_text(target.label) << ": `" << to_hex(target.head)
+        << "`, forked at `" << to_hex(target.fork) << "`\n";
+  if (!merges_note(report).empty()) out << "\n" << md_text(merges_note(report)) << ".\n";
+  out << "\n| commit | subject |";
+  for (const AuditTarget& target : report.targets) out << " " << code(target.label) << " |";
+  out << "\n|---|---|";
+  for (std::size_t t = 0; t < report.targets.size(); ++t) out << "---|";
+  out << "\n";
+  const NameStyle id = [](const std::string& hex) { return "`" + hex + "`"; };
+  const NameStyle name = [](const std::string& path) { return code(path); };
+  for (const AuditCommit& row : report.commits) {
+    if (!shown(row, options)) continue;
+    out << "| `" << short_hex(row.id) << "` | " << md_text(row.subject) << " |";
+    for (const AuditCell& cell : row.cells) out << " " << cell_words(cell, id, name) << " |";
+    out << "\n";
+  }
+  for (const AuditTarget& target : report.targets) {
+    out << "\n## Commits on " << code_text(target.label) << " with no source in the range ("
+        << target.unsourced.size() << ")\n\n";
+    if (target.unsourced.empty()) out << "None.\n";
+    for (const UnsourcedCommit& commit : target.unsourced)
+      out << "- `" << short_hex(commit.id) << "` " << md_text(commit.subject)
+          << (commit.has_hint ? " — same subject as `" + short_hex(commit.hint_of) + "` (a hint)"
+                              : "")
+          << "\n";
+  }
+  return out.str();
+}
+
+std::string text(const AuditReport& report, const Options& options) {
+  std::ostringstream out;
+  out << verdict_line(report) << "\n";
+  out << "source  " << to_hex(report.source.base) << ".." << to_hex(report.source.head) << "  ("
+      << quote(report.source.label) << ")\n";
+  for (const AuditTarget& target : report.targets)
+    out << "target  " << to_hex(target.head) << "  (" << quote(target.label) << "), forked at "
+        << short_hex(target.fork) << "\n";
+  if (!merges_note(report).empty()) out << "        " << merges_note(report) << "\n";
+  const NameStyle plain = [](const std::string& s) { return s; };
+  const NameStyle name = [](const std::string& path) { return quote(path); };
+  // Columns as wide as their longest cell; the subject is cut to 40 columns.
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> heading = {"commit", "subject"};
+  for (const AuditTarget& target : report.targets) heading.push_back(quote(target.label));
+  rows.push_back(heading);
+  for (const AuditCommit& row : report.commits) {
+    if (!shown(row, options)) continue;
+    std::string subject = quote(row.subject);
+    if (display_width(subject) > 40) subject = subject.substr(0, 37) + "...";
+    std::vector<std::string> line = {short_hex(row.id), subject};
+    for (const AuditCell& cell : row.cells) line.push_back(cell_words(cell, plain, name));
+    rows.push_back(line);
+  }
+  std::vector<std::size_t> widths(heading.size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c)
+      widths[c] = std::max(widths[c], display_width(row[c]));
+  out << "\n";
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      line += " " + row[c];
+      if (c + 1 < row.size()) line += std::string(widths[c] - display_width(row[c]) + 1, ' ');
+    }
+    out << line << "\n";
+  }
+  for (const AuditTarget& target : report.targets) {
+    out << "\n"
+        << quote(target.label) << ": " << plural(target.unsourced.size(), "commit")
+        << " with no source in the range\n";
+    for (const UnsourcedCommit& commit : target.unsourced)
+      out << "  " << short_hex(commit.id) << "  " << quote(commit.subject)
+          << (commit.has_hint ? "  (same subject as " + short_hex(commit.hint_of) + ": a hint)"
+                              : "")
+          << "\n";
+  }
+  return out.str();
+}
+
+std::string json_document(const AuditReport& report, const Options& options) {
+  json targets = json::array();
+  for (std::size_t t = 0; t < report.targets.size(); ++t) {
+    const AuditTarget& target = report.targets[t];
+    const Counts c = counts_of(report, t);
+    json entry = json::object();
+    entry["label"] = target.label;
+    entry["head"] = to_hex(target.head);
+    entry["fork"] = to_hex(target.fork);
+    entry["counts"] = {{"identical", c.identical},
+                       {"different", c.different},
+                       {"not_ported", c.not_ported},
+                       {"hint", c.hint},
+                       {"contained", c.contained}};
+    json unsourced = json::array();
+    for (const UnsourcedCommit& commit : target.unsourced) {
+      json item = json::object();
+      item["commit"] = to_hex(commit.id);
+      item["subject"] = commit.subject;
+      item["hint_of"] = commit.has_hint ? json(to_hex(commit.hint_of)) : json(nullptr);
+      unsourced.push_back(std::move(item));
+    }
+    entry["no_source"] = std::move(unsourced);
+    targets.push_back(std::move(entry));
+  }
+  json commits = json::array();
+  for (const AuditCommit& row : report.commits) {
+    if (!shown(row, options)) continue;
+    json cells = json::array();
+    for (const AuditCell& cell : row.cells) {
+      json entry = json::object();
+      entry["status"] = status_name(cell.status);
+      entry["port"] = cell.has_port ? json(to_hex(cell.port.commit)) : json(nullptr);
+      entry["found_by"] = cell.has_port ? json(found_by(cell.port, true)) : json::array();
+      entry["hint"] = cell.has_port && !cell.port.evidence();
+      json files = json::array();
+      for (const AuditFile& file : cell.differs) {
+        json item = json::object();
+        item["path"] = file.path;
+        item["class"] = verdict_name(file.verdict);
+        item["difference"] = file.verdict == Verdict::different
+                                 ? json(difference_name(file.difference))
+                                 : json(nullptr);
+        files.push_back(std::move(item));
+      }
+      entry["files"] = std::move(files);
+      cells.push_back(std::move(entry));
+    }
+    json entry = json::object();
+    entry["commit"] = to_hex(row.id);
+    entry["subject"] = row.subject;
+    entry["cells"] = std::move(cells);
+    commits.push_back(std::move(entry));
+  }
+  json document = json::object();
+  document["schema"] = "portdiff-audit/1";
+  document["verdict"] = verdict_line(report);
+  document["source"] = range_json(report.source);
+  document["merges_not_audited"] = report.merges;
+  document["targets"] = std::move(targets);
+  document["commits"] = std::move(commits);
+  return dump_json(document);
+}
+
+}  // namespace
+
+std::string render_audit(const AuditReport& report, const Options& options) {
+  switch (options.format) {
+    case Format::json:
+      return json_document(report, options);
+    case Format::text:
+      return text(report, options);
+    case Format::markdown:
+      break;
+  }
+  return markdown(report, options);
+}
+
+}  // namespace portdiff
