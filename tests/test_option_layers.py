@@ -7,7 +7,6 @@ alias and environment variable."""
 from __future__ import annotations
 
 import math
-import re
 import sys
 from pathlib import Path
 
@@ -102,24 +101,3 @@ def test_usage_tables_are_the_ones_made_from_the_options():
     assert held == option_tables.tables(), (
         "docs/usage.md's option tables are stale: run .venv/bin/python scripts/option_tables.py"
     )
-
-
-def test_readme_options_table_gives_every_default_and_alias():
-    # "| `name` (alias `other`) | `default` | meaning |", or two names with two defaults.
-    readme = (USAGE.parent.parent / "README.md").read_text(encoding="utf-8")
-    defaults, aliases = {}, {}
-    for line in readme.splitlines():
-        cells = [cell.strip() for cell in line.strip("| ").split(" | ")]
-        if not line.startswith("| `") or len(cells) != 3:
-            continue
-        named, _, alias = cells[0].partition("(alias")
-        names, values = re.findall(r"`(\w+)`", named), re.findall(r"`([^`]+)`", cells[1])
-        if len(names) == len(values) and set(names) <= {o.name for o in config.OPTIONS}:
-            defaults.update(zip(names, values))
-            aliases.update({a: names[0] for a in re.findall(r"`(\w+)`", alias)})
-    for option in config.OPTIONS:
-        text = defaults[option.name]
-        expected = f'"{option.default}"' if option.type is str else str(option.default)
-        matches = float(text) == option.default if option.type is float else text == expected
-        assert matches, f"README gives {option.name} the default {text}, config {option.default!r}"
-    assert aliases == config.ALIASES
