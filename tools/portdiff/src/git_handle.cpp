@@ -36,10 +36,14 @@ RepositoryPtr open_repository(const std::string& dir) {
   return RepositoryPtr(raw);
 }
 
+CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
+  git_commit* raw = nullptr;
+  check(git_commit_lookup(&raw, repo, &id), "looking up commit " + to_hex(id));
+  return CommitPtr(raw);
+}
+
 TreePtr commit_tree(git_repository* repo, const git_oid& id) {
-  git_commit* commit_raw = nullptr;
-  check(git_commit_lookup(&commit_raw, repo, &id), "looking up commit " + to_hex(id));
-  CommitPtr commit(commit_raw);
+  const auto commit = lookup_commit(repo, id);
   git_tree* tree_raw = nullptr;
   check(git_commit_tree(&tree_raw, commit.get()), "reading the tree of " + to_hex(id));
   return TreePtr(tree_raw);

@@ -52,6 +52,9 @@ int check(int result, std::string_view what);
 /// Opens the repository containing `dir` (searching upwards, like git does).
 RepositoryPtr open_repository(const std::string& dir);
 
+/// Commit `id`; throws (through check) naming it when it is not there.
+CommitPtr lookup_commit(git_repository* repo, const git_oid& id);
+
 /// The tree of commit `id`.
 TreePtr commit_tree(git_repository* repo, const git_oid& id);
 

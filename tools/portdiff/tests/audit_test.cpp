@@ -17,16 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
-std::string rev(const TempRepo& repo, const std::string& spec) {
-  std::string out = repo.git("rev-parse " + spec);
-  out.pop_back();
-  return out;
-}
-
 /// `git cherry -v UPSTREAM HEAD LIMIT`: each listed commit and its sign ('-': an
 /// equivalent patch is in UPSTREAM; '+': none).
 std::map<std::string, char> git_cherry(const TempRepo& repo, const std::string& upstream,
@@ -67,7 +57,7 @@ struct AuditRepo final {
     repo.git("cherry-pick -x " + fixes[2]);
     repo.apply({{"g.py", "x\nY\n"}});
     repo.git("commit -q --amend --no-edit -a");
-    hand = rev(repo, "HEAD");
+    hand = repo.rev("HEAD");
     repo.apply({{"f.py", "A\nb\nc\nd\ne\nf\ng\nh\ni\nJ\n"}});
     hint = repo.commit("[1.x] fix i (#7)");
 

@@ -14,10 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
 json report_json(const TempRepo& repo, std::vector<std::string> args) {
   args.insert(args.begin(), {"--repo", repo.dir()});
   args.insert(args.end(), {"--format", "json"});
@@ -122,10 +118,6 @@ TEST(CasesP10toP24, P24LongMarkdownSaysItExceedsAPullRequestDescription) {
   EXPECT_FALSE(contains(brief.out, "65,536")) << brief.out;
 }
 
-std::string rev(const TempRepo& repo, const std::string& name) {
-  return repo.git("rev-parse " + name).substr(0, 40);
-}
-
 std::string stable_patch_id(const TempRepo& repo, const std::string& diff_command) {
   const CommandResult run = run_command("cd " + shell_quote(repo.dir()) + " && " + diff_command +
                                         " | git patch-id --stable");
@@ -175,10 +167,10 @@ TEST(CasesP10toP24, P11FindTakesAMergeByItsFirstParent) {
   repo.apply({{"g.py", "unrelated\n"}});
   repo.commit("main moves on");
   repo.git("merge -q --no-ff -m 'Merge the fix' feature");
-  const std::string merge = rev(repo, "HEAD");
+  const std::string merge = repo.rev("HEAD");
   repo.git("checkout -q release-1");
   repo.git("cherry-pick -x -m1 " + merge);
-  const std::string port = rev(repo, "HEAD");
+  const std::string port = repo.rev("HEAD");
 
   const json found = find_json(repo, merge, "release-*");
   EXPECT_EQ(found["parents"], 2);
@@ -223,12 +215,12 @@ TEST(CasesP10toP24, P13AnInheritedPortIsListedOnce) {
   const std::string fix = repo.commit("fix");
   repo.git("checkout -q release-1");
   repo.git("cherry-pick -x " + fix);
-  const std::string own = rev(repo, "HEAD");
+  const std::string own = repo.rev("HEAD");
   repo.git("checkout -q main");
   repo.apply({{"g.py", "g\n"}});
   repo.commit("main moves on");
   repo.git("cherry-pick " + fix);  // main gets the fix; later releases fork from it
-  const std::string on_main = rev(repo, "HEAD");
+  const std::string on_main = repo.rev("HEAD");
   for (const char* branch : {"release-2", "release-3", "release-10"})
     repo.git(std::string("branch ") + branch);
 
@@ -290,7 +282,7 @@ TEST(CasesP10toP24, P15FindSearchesRemoteTrackingBranches) {
   const std::string fix = origin.commit("fix");
   origin.git("checkout -q release-1");
   origin.git("cherry-pick -x " + fix);
-  const std::string port = rev(origin, "HEAD");
+  const std::string port = origin.rev("HEAD");
   TempRepo clone;
   clone.git("fetch -q " + shell_quote(origin.dir()) + " '+refs/heads/*:refs/remotes/origin/*'");
   clone.git("symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/main");

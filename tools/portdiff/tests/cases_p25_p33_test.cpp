@@ -25,10 +25,6 @@ json find_report(const TempRepo& repo, const std::string& commit) {
   return json::parse(run.out);
 }
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);

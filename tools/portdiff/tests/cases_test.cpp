@@ -23,21 +23,11 @@ using nlohmann::json;
 
 std::string head_of(const std::string& range) { return range.substr(range.find("..") + 2); }
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
 void expect_error(const CommandResult& run, const std::vector<std::string>& needles) {
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_TRUE(run.out.empty()) << run.out;
   EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << run.err;  // one line
   for (const std::string& needle : needles) EXPECT_TRUE(contains(run.err, needle)) << run.err;
-}
-
-std::string rev(const TempRepo& repo, const std::string& name) {
-  std::string sha = repo.git("rev-parse " + name);
-  sha.pop_back();
-  return sha;
 }
 
 // P3: a report pinned to SHAs depends on the SHAs only.
@@ -127,15 +117,15 @@ TEST(Cases, P5NonDescendantRangeIsAnError) {
   repo.apply({{"b", "side\n"}});
   repo.commit("s1");
   repo.git("checkout -q main");
-  const Ports ok = {rev(repo, "main~1") + "..main", rev(repo, "main~1") + "..main"};
+  const Ports ok = {repo.rev("main~1") + "..main", repo.rev("main~1") + "..main"};
   // git's answer: main does not descend from side.
   EXPECT_EQ(run_command("git -C " + shell_quote(repo.dir()) + " merge-base --is-ancestor side main")
                 .exit_code,
             1);
   expect_error(
       run_portdiff({"--repo", repo.dir(), "side..main", ok.target}),
-      {"source 'side..main'", "'main' (" + rev(repo, "main").substr(0, 12) + ")",
-       "'side' (" + rev(repo, "side").substr(0, 12) + ")", "does not descend", "BASE...HEAD"});
+      {"source 'side..main'", "'main' (" + repo.rev("main").substr(0, 12) + ")",
+       "'side' (" + repo.rev("side").substr(0, 12) + ")", "does not descend", "BASE...HEAD"});
   // The merge-base reading, as git diff side...main.
   const CommandResult three =
       run_portdiff({"--repo", repo.dir(), "side...main", ok.target, "--format", "json"});

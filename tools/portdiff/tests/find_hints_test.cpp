@@ -14,16 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
-std::string rev(const TempRepo& repo, const std::string& spec) {
-  std::string out = repo.git("rev-parse " + spec);
-  out.pop_back();
-  return out;
-}
-
 std::string stable_patch_id(const TempRepo& repo, const std::string& commit) {
   return run_command("cd " + shell_quote(repo.dir()) + " && git show " + commit +
                      " | git patch-id --stable")
@@ -44,7 +34,7 @@ struct HintRepo final {
     fix = repo.commit("fix b");
     repo.git("checkout -q release-1");
     repo.git("cherry-pick -x " + fix);
-    port = rev(repo, "HEAD");
+    port = repo.rev("HEAD");
     repo.git("checkout -q release-2");
     repo.apply({{"f.py", "a\nb\nc\nd\n"}});
     hint = repo.commit("fix b");

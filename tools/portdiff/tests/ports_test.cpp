@@ -200,12 +200,6 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
 }
 
 /// `git rev-parse SPEC`, without its newline.
-std::string rev(const TempRepo& repo, const std::string& spec) {
-  std::string sha = repo.git("rev-parse " + spec);
-  sha.pop_back();
-  return sha;
-}
-
 // The find stage's product, before any rendering: every field against git.
 TEST(Ports, FindReportDataAgreesWithGit) {
   TempRepo repo;
@@ -231,7 +225,7 @@ TEST(Ports, FindReportDataAgreesWithGit) {
   for (std::size_t b = 0; b < 3; ++b) {
     const portdiff::BranchPorts& branch = listing.found.branches[b];
     EXPECT_EQ(branch.branch, "release-" + std::to_string(b + 1));
-    EXPECT_EQ(rev(repo, branch.branch), tips[b]);
+    EXPECT_EQ(repo.rev(branch.branch), tips[b]);
     EXPECT_FALSE(branch.contains_commit) << branch.branch;
     EXPECT_TRUE(branch.inherited.empty()) << branch.branch;
     if (b == 2) {
@@ -254,9 +248,9 @@ TEST(Ports, FindReportDataAgreesWithGit) {
   ASSERT_EQ(compared.reports.size(), 2u);
   for (std::size_t t = 0; t < 2; ++t) {
     const portdiff::Report& pair = compared.reports[t];
-    EXPECT_EQ(portdiff::to_hex(pair.source.base), rev(repo, r.fix + "~1"));
+    EXPECT_EQ(portdiff::to_hex(pair.source.base), repo.rev(r.fix + "~1"));
     EXPECT_EQ(portdiff::to_hex(pair.source.head), r.fix);
-    EXPECT_EQ(portdiff::to_hex(pair.target.base), rev(repo, tips[t] + "~1"));
+    EXPECT_EQ(portdiff::to_hex(pair.target.base), repo.rev(tips[t] + "~1"));
     EXPECT_EQ(portdiff::to_hex(pair.target.head), tips[t]);
     EXPECT_EQ(pair.target.label, "release-" + std::to_string(t + 1));
   }

@@ -88,6 +88,16 @@ void TempRepo::set_executable(const std::string& path, bool executable) const {
   ::chmod((fs::path(dir_) / path).c_str(), executable ? 0755 : 0644);
 }
 
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+std::string TempRepo::rev(const std::string& spec) const {
+  std::string sha = git("rev-parse " + spec);
+  sha.pop_back();
+  return sha;
+}
+
 std::string TempRepo::commit(const std::string& message) const {
   git("add -A");
   git("commit -q --allow-empty -m " + shell_quote(message));

@@ -22,6 +22,9 @@ std::string shell_quote(const std::string& text);
 /// Runs the portdiff binary under test with `args`.
 CommandResult run_portdiff(const std::vector<std::string>& args);
 
+/// True when `needle` occurs in `text`.
+bool contains(const std::string& text, const std::string& needle);
+
 /// Files to write (a value) or remove (nullopt), by path.
 using Edit = std::map<std::string, std::optional<std::string>>;
 
@@ -47,6 +50,8 @@ class TempRepo final {
   void set_executable(const std::string& path, bool executable) const;
   /// Commits everything (an empty commit if nothing changed); returns the full SHA.
   std::string commit(const std::string& message) const;
+  /// `git rev-parse <spec>`: the full SHA it names.
+  std::string rev(const std::string& spec) const;
 
  private:
   std::string dir_;

@@ -15,12 +15,6 @@
 namespace portdiff {
 namespace {
 
-CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
-  git_commit* raw = nullptr;
-  check(git_commit_lookup(&raw, repo, &id), "looking up commit " + to_hex(id));
-  return CommitPtr(raw);
-}
-
 /// What the port rules read of one commit, taken once: the source commits and
 /// each target's commits are matched all against all.
 struct Traits final {

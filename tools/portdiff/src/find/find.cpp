@@ -23,12 +23,6 @@
 namespace portdiff {
 namespace {
 
-CommitPtr lookup_commit(git_repository* repo, const git_oid& id) {
-  git_commit* raw = nullptr;
-  check(git_commit_lookup(&raw, repo, &id), "looking up commit " + to_hex(id));
-  return CommitPtr(raw);
-}
-
 struct Branch final {
   std::string name;
   git_oid tip{};
