@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace graphdispatch {
 
@@ -29,18 +30,24 @@ at::Tensor clone_keeping_layout(const at::Tensor& t) {
   return unexpanded(t).clone(at::MemoryFormat::Preserve).expand(t.sizes());
 }
 
-at::Tensor with_math_bits_of(at::Tensor t, const at::Tensor& like) {
-  if (t.is_conj() != like.is_conj()) t._set_conj(like.is_conj());
-  if (t.is_neg() != like.is_neg()) t._set_neg(like.is_neg());
+namespace {
+
+at::Tensor with_math_bits(at::Tensor t, bool conj, bool neg) {
+  if (t.is_conj() != conj) t._set_conj(conj);
+  if (t.is_neg() != neg) t._set_neg(neg);
   return t;
+}
+
+}  // namespace
+
+at::Tensor with_math_bits_of(at::Tensor t, const at::Tensor& like) {
+  return with_math_bits(std::move(t), like.is_conj(), like.is_neg());
 }
 
 at::Tensor InputView::of(const at::Tensor& input) const {
   if (whole) return input;
-  auto view = input.as_strided(sizes, strides, input.storage_offset() + offset_delta);
-  if (view.is_conj() != conj) view._set_conj(conj);
-  if (view.is_neg() != neg) view._set_neg(neg);
-  return view;
+  return with_math_bits(input.as_strided(sizes, strides, input.storage_offset() + offset_delta),
+                        conj, neg);
 }
 
 std::optional<InputView> view_of_input(const at::Tensor& output, const at::Tensor& input,

@@ -132,13 +132,7 @@ Classified classify(const std::vector<RecordedOp>& ops) {
     if (origin == Origin::kAllocated) {
       kind = Kind::kSkip;  // fixed memory; what fills it is decided where it is placed
     } else if (any_fresh) {
-      // A return with the conj or neg bit is not what the out= overload writes: the overload
-      // writes the values, the functional returns the bit over other bytes.
-      bool math_bits = false;
-      for (const auto& r : op.returns) {
-        for_each_tensor(r, [&](const at::Tensor& t) { math_bits |= t.is_conj() || t.is_neg(); });
-      }
-      kind = all_fresh && op.out && !math_bits ? Kind::kOut : Kind::kCopy;
+      kind = all_fresh && op.out ? Kind::kOut : Kind::kCopy;
     } else if ((op.op.schema().is_mutable() && !metadata_only(op.op)) || !is_aten(op.op) ||
                op.returns.empty()) {
       kind = Kind::kCall;  // writes, acts beyond its returns, or exists for its effect

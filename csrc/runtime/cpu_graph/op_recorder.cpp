@@ -56,13 +56,15 @@ bool host_read(const c10::OperatorHandle& op, const std::vector<c10::IValue>& gi
   return op.hasTag(at::Tag::dynamic_output_shape) && !integer_indexing(op, given);
 }
 
-// Returns that are defined tensors over storage none of the arguments has: where an out=
-// overload could write them.
+// Returns that are defined tensors over storage none of the arguments has, without the
+// conjugate or negative bit: where an out= overload could write them (it writes the values; a
+// functional returning `conj()` of its result returns the bit over other bytes, case C74).
 bool returns_new_tensors(const std::vector<c10::IValue>& arguments,
                          const std::vector<c10::IValue>& returns) {
   if (returns.empty()) return false;
   for (const auto& r : returns) {
     if (!r.isTensor() || !r.toTensor().defined()) return false;
+    if (r.toTensor().is_conj() || r.toTensor().is_neg()) return false;
     const auto* storage = r.toTensor().storage().unsafeGetStorageImpl();
     bool shared = false;
     for (const auto& a : arguments) {
