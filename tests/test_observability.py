@@ -261,10 +261,13 @@ def test_entry_bytes_count_buffers_and_outputs(graph_kind):
     r.capture(torch.randn(8), torch.randn(8))
     (entry,) = r.entries()
     # Two float32 input buffers of 8, then on the emulated graph (no pool) the output of 8; the
-    # CPU graph's arena holds `a * 2` and the output, alive together, in 64-byte blocks, and
-    # the constant 2 (a Python number wrapped as an 8-byte tensor).
-    graph_bytes = 8 * 4 if graph_kind == "emulated" else 2 * 64 + 8
-    assert entry["bytes"] == 2 * 8 * 4 + graph_bytes and r.entry_bytes == entry["bytes"]
+    # CPU graph's arena holds the output in a 64-byte block, and the constant 2 (a Python number
+    # wrapped as an 8-byte tensor), and its `a * 2` is in the shared workspace (one 64-byte
+    # block), which the runner's bytes count once.
+    graph_bytes, shared = (8 * 4, 0) if graph_kind == "emulated" else (64 + 8, 64)
+    assert entry["bytes"] == 2 * 8 * 4 + graph_bytes and entry["shared_bytes"] == shared
+    assert r.entry_bytes == entry["bytes"] + shared
+    assert graphdispatch.stats()["workspace_bytes"] == shared
     assert entry["captured"] and entry["replays"] == 0
 
 
@@ -293,16 +296,16 @@ def test_budget_evicts_by_bytes_including_pool_memory(eviction, survivor):
 
 def test_budget_through_torch_compile_matches_eager(graph_kind):
     # An entry holds its input buffer and, on the emulated graph, its output; the CPU graph's
-    # arena holds `sin` and the output, alive together, in 64-byte blocks, and the constant 1.
-    per_entry = (
-        (lambda n: 2 * n * 4) if graph_kind == "emulated" else (lambda n: n * 4 + 2 * 64 + 8)
-    )
+    # arena holds the output in a 64-byte block and the constant 1, and `sin` is in the shared
+    # workspace, counted once (64 bytes).
+    per_entry = (lambda n: 2 * n * 4) if graph_kind == "emulated" else (lambda n: n * 4 + 64 + 8)
+    shared = 0 if graph_kind == "emulated" else 64
     # dynamic=True: one graph, so one runner (and one budget) sees every size.
     G = torch.compile(
         lambda x: x.sin() + 1,
         backend="graphdispatch",
         dynamic=True,
-        options={**GRAPH_ONLY, "max_entry_bytes": per_entry(16) + per_entry(15)},
+        options={**GRAPH_ONLY, "max_entry_bytes": per_entry(16) + per_entry(15) + shared},
     )
     for n in (16, 16, 15, 14, 16):
         x = torch.randn(n)
@@ -340,6 +343,31 @@ def test_warmup_captures_every_input_set_and_returns_the_delta(monkeypatch):
             torch.testing.assert_close(out, model(x), rtol=0, atol=0)
     after = graphdispatch.stats()
     assert after["captures"] == before["captures"] and after["replays"] - before["replays"] == 4
+
+
+def test_warmup_captures_the_largest_first_so_one_workspace_serves_all(graph_kind):
+    # Note [Shared workspace]: the first capture sizes the CPU graph's workspace, and the
+    # smaller ones reuse its one block.
+    if graph_kind != "cpu":
+        pytest.skip("only the CPU graph has a shared workspace")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    G = torch.compile(model, backend="graphdispatch", options=GRAPH_ONLY, dynamic=False)
+    order, workspace = [], []
+
+    def call(x):
+        out = G(x)
+        order.append(x.shape[0])
+        workspace.append(graphdispatch.stats()["workspace_bytes"])
+        return out
+
+    delta = graphdispatch.warmup(call, [torch.randn(n, 4) for n in (1, 8, 2, 4)], progress=False)
+    assert order == [8, 4, 2, 1] and delta["captures"] == 4 and delta["fallbacks"] == {}
+    assert workspace[0] > 0 and workspace == [workspace[0]] * 4, workspace
+    with torch.no_grad():
+        for n in (2, 8, 1, 4):
+            x = torch.randn(n, 4)
+            torch.testing.assert_close(G(x), model(x), rtol=0, atol=0)
+    assert graphdispatch.stats()["workspace_bytes"] == workspace[0]
 
 
 def test_warmup_shows_a_bar_on_a_terminal(monkeypatch):

@@ -165,6 +165,7 @@ void init_runner(py::module_& m) {
               d["reason"] = e->reason() ? std::string(name(*e->reason())) : std::string();
               d["detail"] = e->detail();
               d["bytes"] = e->bytes();
+              d["shared_bytes"] = e->shared_bytes();
               d["replays"] = e->replays();
               d["graph"] = e->graph_description();
               out.append(std::move(d));
@@ -173,7 +174,8 @@ void init_runner(py::module_& m) {
           },
           "Every live entry, oldest first: {signature (in words), captured (False for a "
           "negative entry), reason and detail (why not, else ''), bytes (buffers plus graph "
-          "pool or static outputs), replays, graph (what the device graph holds, in words, or "
+          "pool or static outputs), shared_bytes (its need from the CPU graph's shared "
+          "workspace, not in bytes), replays, graph (what the device graph holds, in words, or "
           "'')}.")
       .def_property_readonly("entry_bytes",
                              [](const GraphRunner& self) {
@@ -225,7 +227,8 @@ void init_stats(py::module_& m) {
     d["verified_replays"] = s.verified_replays.load();
     d["held_outputs_copied"] = s.held_outputs_copied.load();
     d["entries"] = s.live_entries.load();
-    d["entry_bytes"] = s.live_entry_bytes.load();
+    d["entry_bytes"] = s.live_entry_bytes.load() + s.workspace_bytes.load();
+    d["workspace_bytes"] = s.workspace_bytes.load();
     d["fallbacks"] = s.fallbacks();
     return d;
   });

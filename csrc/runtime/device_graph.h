@@ -48,6 +48,9 @@ class DeviceGraph {
   /// the graph keeps), measured around the capture; nullopt for a graph without a pool, whose
   /// outputs the entry counts itself.
   virtual std::optional<std::int64_t> pool_bytes() const { return std::nullopt; }
+  /// Bytes it needs from memory every graph of the process shares, held once however many
+  /// graphs need it (the CPU graph's workspace, Note [Shared workspace]); not in pool_bytes.
+  virtual std::int64_t shared_bytes() const { return 0; }
   /// What the graph holds, in words, for explain(); "" when it has nothing to add.
   virtual std::string describe() const { return ""; }
 };

@@ -76,6 +76,9 @@ class Entry final {
   /// Bytes the entry holds: its input buffers plus what the capture added to the graph pool
   /// (or, for a graph without a pool, its static outputs). 0 for a negative entry.
   std::int64_t bytes() const { return bytes_; }
+  /// Bytes its graph needs from memory all graphs share (DeviceGraph::shared_bytes), not in
+  /// bytes(); 0 for a negative entry.
+  std::int64_t shared_bytes() const { return graph_ ? graph_->shared_bytes() : 0; }
   std::int64_t replays() const { return replays_.load(std::memory_order_relaxed); }
   /// What the device graph holds, in words (DeviceGraph::describe); "" for a negative entry.
   std::string graph_description() const { return graph_ ? graph_->describe() : ""; }

@@ -72,18 +72,23 @@ class EntryCache final {
     return victim;
   }
 
-  /// Evicts (in the order `eviction` says) until the values hold at most max_bytes, never
+  /// Evicts (in the order `eviction` says) until the values hold at most max_bytes together
+  /// with `shared(*this)` (bytes the values need from memory they share, counted once), never
   /// `keep` (the entry just inserted: it is about to serve a call) and never a value of 0
   /// bytes (a negative entry: evicting it frees nothing). Returns the evicted values; `keep`
   /// alone may stay over the budget.
-  std::vector<std::shared_ptr<Value>> evict_over_budget(const Key& keep) {
+  template <class Shared>
+  std::vector<std::shared_ptr<Value>> evict_over_budget(const Key& keep, Shared shared) {
     std::vector<std::shared_ptr<Value>> victims;
-    while (max_bytes_ != 0 && bytes_ > max_bytes_) {
+    while (max_bytes_ != 0 && bytes_ + shared(*this) > max_bytes_) {
       auto victim = evict_one(&keep, /*holding_bytes=*/true);
       if (!victim) break;
       victims.push_back(std::move(victim));
     }
     return victims;
+  }
+  std::vector<std::shared_ptr<Value>> evict_over_budget(const Key& keep) {
+    return evict_over_budget(keep, [](const EntryCache&) { return std::size_t{0}; });
   }
 
   /// (stamp, key) of the value the byte budget would evict next in `eviction`'s order (its

@@ -9,6 +9,7 @@
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -17,6 +18,15 @@
 namespace graphdispatch {
 
 namespace {
+
+// The shared memory a cache's entries need, counted once: the largest need, since they share
+// it (Note [Shared workspace]).
+template <class Cache>
+std::size_t shared_need(const Cache& cache) {
+  std::int64_t need = 0;
+  for (const auto& item : cache.items()) need = std::max(need, std::get<1>(item)->shared_bytes());
+  return static_cast<std::size_t>(need);
+}
 
 // Counts `evicted` evictions; the first time for `logged`, logs `message()`.
 void note_evictions(std::size_t evicted, std::atomic<bool>& logged, const LogSink& log,
@@ -80,6 +90,11 @@ std::vector<std::shared_ptr<Entry>> GraphRunner::entries() const {
 }
 
 std::size_t GraphRunner::entry_bytes() const {
+  std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
+  return state_->cache.bytes() + shared_need(state_->cache);
+}
+
+std::size_t GraphRunner::own_entry_bytes() const {
   std::shared_lock<std::shared_mutex> lock(state_->cache_mutex);
   return state_->cache.bytes();
 }
@@ -197,7 +212,8 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
   {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     displaced = state_->cache.insert(sig, entry, static_cast<std::size_t>(entry->bytes()));
-    over_budget = state_->cache.evict_over_budget(sig);
+    over_budget =
+        state_->cache.evict_over_budget(sig, [](const auto& c) { return shared_need(c); });
   }
   // Outside the cache lock: the budget takes each runner's lock in turn, this one's included.
   std::vector<std::shared_ptr<Entry>> over_process_budget;

@@ -74,8 +74,11 @@ class GraphRunner final {
   std::size_t num_entries() const;
   /// Every live entry, negative ones included, oldest inserted first.
   std::vector<std::shared_ptr<Entry>> entries() const;
-  /// Bytes the live entries hold (the figure max_entry_bytes bounds).
+  /// Bytes the live entries hold (the figure max_entry_bytes bounds): their own, plus once the
+  /// largest of their needs from shared memory (Note [Shared workspace]).
   std::size_t entry_bytes() const;
+  /// Bytes the live entries hold on their own (Entry::bytes), shared memory left out.
+  std::size_t own_entry_bytes() const;
   /// Replays the device graph of every captured entry once, nothing around it
   /// (Entry::replay_graph): the floor a call of each entry pays, for measuring the runner.
   void replay_graphs() const;

@@ -1,6 +1,7 @@
 #include "runtime/process_budget.h"
 
 #include "runtime/graph_runner.h"
+#include "runtime/stats.h"
 
 #include <algorithm>
 
@@ -28,8 +29,10 @@ std::vector<std::shared_ptr<Entry>> ProcessBudget::enforce(std::size_t limit, Ev
   std::lock_guard<std::mutex> lock(*mutex_);
   auto held = [&] {
     std::size_t bytes = 0;
-    for (const auto* runner : runners_) bytes += runner->entry_bytes();
-    return bytes;
+    for (const auto* runner : runners_) bytes += runner->own_entry_bytes();
+    // The shared workspace once, as it is: evicting frees it only with its last user.
+    return bytes +
+           static_cast<std::size_t>(std::max<std::int64_t>(0, Stats::get().workspace_bytes.load()));
   };
   std::size_t total = held();
   while (total > limit) {

@@ -22,7 +22,9 @@ class GraphRunner;
 // (the oldest captured for FIFO, the least recently used for LRU; EntryCache stamps both from
 // one clock), never the entry just captured and never a negative one. Bytes are the entries'
 // measured ones (Entry::bytes: input buffers plus what the capture added to the graph pool, or
-// the static outputs where there is no pool), as max_entry_bytes counts them.
+// the static outputs where there is no pool), plus the CPU graph's shared workspace once (Note
+// [Shared workspace]): the bytes of its live blocks, which evicting does not lower until an
+// entry's last block goes.
 
 /// The registry of every live GraphRunner, and the eviction across them.
 ///

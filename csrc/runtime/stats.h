@@ -37,6 +37,9 @@ class Stats final {
   /// not its own.
   std::atomic<std::int64_t> live_entries{0};
   std::atomic<std::int64_t> live_entry_bytes{0};
+  /// Bytes of the CPU graph's live workspace blocks, shared by its entries (Note [Shared
+  /// workspace]); a forked child keeps the blocks it inherited, so this is left as it is.
+  std::atomic<std::int64_t> workspace_bytes{0};
 
   void add_fallback(FallbackReason reason);
   /// Calls served without a graph, by reason name (FallbackReasonInfo::name); reasons with no

@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 namespace graphdispatch {
 namespace {
 
@@ -176,6 +178,70 @@ TEST_F(CpuGraphTest, NewTensorsInAListReplay) {
   }
   EXPECT_EQ(Stats::get().captures, 1);
   EXPECT_EQ(Stats::get().replays, 3);
+}
+
+// Ten ops whose intermediates all stay alive to the sum: a workspace of about ten inputs.
+std::vector<c10::IValue> wide(const std::vector<c10::IValue>& in) {
+  const auto& x = in[0].toTensor();
+  std::vector<at::Tensor> parts;
+  for (int i = 0; i < 10; ++i) parts.push_back(at::sin(x + i));
+  auto total = parts[0];
+  for (int i = 1; i < 10; ++i) total = total + parts[i] * parts[i - 1];
+  return {total};
+}
+
+TEST_F(CpuGraphTest, EntriesShareOneWorkspaceSizedForTheLargest) {
+  // Note [Shared workspace]: four sizes of one graph, the largest captured first (as warmup
+  // orders them), and a second graph hold one block, as large as the largest need; every
+  // replay matches eager.
+  GraphRunner first(wide, {false}, factory, RunnerOptions{});
+  GraphRunner second(wide, {false}, factory, RunnerOptions{});
+  auto need = [&](std::int64_t n) { return first.entry_for({at::empty({n})})->shared_bytes(); };
+  for (std::int64_t n : {1024, 256, 64, 16}) {
+    auto x = at::randn({n});
+    expect_equal(first({x}), wide({x}));
+    EXPECT_EQ(Stats::get().workspace_bytes, need(1024));
+  }
+  EXPECT_GT(need(1024), 9 * 1024 * 4);  // nine 1024-float intermediates alive together
+  EXPECT_EQ(first.entry_bytes(), first.own_entry_bytes() + need(1024));
+  auto x = at::randn({1024});
+  expect_equal(second({x}), wide({x}));
+  for (std::int64_t n : {16, 1024, 64, 256}) {  // each entry in turn: values, one block
+    auto y = at::randn({n});
+    expect_equal(first({y}), wide({y}));
+    expect_equal(second({x * 2}), wide({x * 2}));
+  }
+  EXPECT_EQ(Stats::get().workspace_bytes, need(1024));
+  // A larger need grows the pool: the old block lives until its last entry leases the new one.
+  auto big = at::randn({4096});
+  expect_equal(first({big}), wide({big}));
+  EXPECT_EQ(Stats::get().workspace_bytes, need(4096) + need(1024));
+  for (std::int64_t n : {16, 1024, 64, 256}) first({at::randn({n})});
+  second({x});
+  EXPECT_EQ(Stats::get().workspace_bytes, need(4096));
+  first.clear();
+  second.clear();
+  EXPECT_EQ(Stats::get().workspace_bytes, 0);  // freed with its last entry
+}
+
+TEST_F(CpuGraphTest, ConcurrentReplaysOfEntriesSharingAWorkspaceStayExact) {
+  // Replays of different entries on different threads each lease their own block.
+  GraphRunner runner(wide, {false}, factory, RunnerOptions{});
+  std::vector<at::Tensor> shapes{at::randn({512}), at::randn({500})};
+  for (const auto& x : shapes) runner({x});
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(shapes.size(), 0);
+  for (std::size_t t = 0; t < shapes.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        auto x = at::randn_like(shapes[t]);
+        wrong[t] += !at::equal(runner({x})[0].toTensor(), wide({x})[0].toTensor());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong, std::vector<int>(shapes.size(), 0));
+  EXPECT_LE(Stats::get().workspace_bytes, 2 * runner.entry_for({shapes[0]})->shared_bytes());
 }
 
 }  // namespace

@@ -52,9 +52,9 @@ def explain(model_or_fn: Any, *args: Any, options: Any = None, **kwargs: Any) ->
 def warmup(
     compiled: Any, inputs: Any, *, progress: bool = True, grad: bool = False
 ) -> dict[str, Any]:
-    """Calls ``compiled`` once per input set in ``inputs`` so every signature is captured before
-    serving; a tqdm bar on a terminal; returns the ``stats()`` delta (details in
-    ``graphdispatch.serving``)."""
+    """Calls ``compiled`` once per input set in ``inputs``, largest first, so every signature is
+    captured before serving; a tqdm bar on a terminal; returns the ``stats()`` delta (details
+    in ``graphdispatch.serving``)."""
     from .serving import warmup as _warmup
 
     return _warmup(compiled, inputs, progress=progress, grad=grad)
@@ -75,9 +75,10 @@ def stats() -> dict[str, Any]:
     when their entry replayed again, copied into memory of their own first), fallbacks
     ({reason: calls served by the non-graph path}, the reasons of ``_C.fallback_reasons()``,
     listed in docs/diagnosing.md section 3), routes ({route: graphs compiled since the last
-    reset}); and two gauges that reset() leaves alone: entries (captured entries alive now) and
-    entry_bytes (bytes they hold: input buffers plus graph memory). Counters are per process; a
-    forked child starts from zero.
+    reset}); and gauges that reset() leaves alone: entries (captured entries alive now),
+    entry_bytes (bytes they hold: input buffers plus graph memory, the CPU graph's shared
+    workspace counted once) and workspace_bytes (that workspace: its live blocks). Counters are
+    per process; a forked child starts from zero (it keeps the workspace blocks it inherited).
     """
     from . import _C
     from .backend import route_counts

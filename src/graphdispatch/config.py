@@ -155,8 +155,9 @@ OPTIONS: tuple[Option, ...] = (
         0,
         "Bytes the cached graphs of one compiled graph may hold; `0` = unbounded. An "
         "entry holds its input buffers plus the graph-pool memory its capture added "
-        "(measured around the capture on devices with a pool; on the CPU graph its arena "
-        "and constants; on the emulated graph, its static outputs). Over the budget, "
+        "(measured around the capture on devices with a pool; on the CPU graph its outputs "
+        "and constants, and once for the graph the largest of its entries' needs from the "
+        "shared workspace; on the emulated graph, its static outputs). Over the budget, "
         'entries are evicted as `eviction` says (counted in `stats()["evictions"]`, one '
         "log line when it starts); the entry just captured is never evicted, so one entry"
         " alone over the budget stays, nor is a negative entry (a cached refusal holds no"
@@ -168,8 +169,8 @@ OPTIONS: tuple[Option, ...] = (
         0,
         "Bytes the cached graphs of **every** compiled graph of the process may hold "
         "together, counted as `max_entry_bytes` counts them (measured: input buffers plus"
-        " graph-pool memory on devices, arena and constants on the CPU graph, static "
-        "outputs on the emulated graph); `0` = off. Two experts (Wan 2.2's `transformer` "
+        " graph-pool memory on devices, outputs and constants on the CPU graph with its "
+        "shared workspace counted once, static outputs on the emulated graph); `0` = off. Two experts (Wan 2.2's `transformer` "
         "/ `transformer_2`), regional compilation (one graph per block kind, an entry per"
         " block instance) and recompiles then share one budget. When a capture brings the"
         " total over it, entries are evicted across all compiled graphs, the oldest "

@@ -26,6 +26,13 @@ def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
     return delta
 
 
+def _tensor_bytes(input_set: Any) -> int:
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return sum(v.nbytes for v in pytree.tree_leaves(input_set) if isinstance(v, torch.Tensor))
+
+
 def _call(compiled: Callable, input_set: Any) -> Any:
     if isinstance(input_set, dict):
         return compiled(**input_set)
@@ -41,8 +48,11 @@ def warmup(
 
     ``inputs``: the input sets, e.g. one per resolution a service allows; a tuple or list is
     passed as positional arguments, a dict as keyword arguments, anything else (a tensor) as
-    the one argument. ``progress``: a tqdm bar on stderr when stderr is a terminal; otherwise,
-    or with ``progress=False``, no bar and no tqdm import. ``grad``: False (the default) makes
+    the one argument. They are called largest first (by the bytes of their tensors; ties in
+    the order given), as vLLM captures its largest batch first: the first capture sizes the
+    shared memory every smaller one reuses (the CPU graph's workspace, a device's graph pool).
+    ``progress``: a tqdm bar on stderr when stderr is a terminal; otherwise, or with
+    ``progress=False``, no bar and no tqdm import. ``grad``: False (the default) makes
     the calls under ``torch.no_grad()``, as inference services run; grad mode is part of the
     cache key, so pass True only if the service itself calls with grad mode on.
 
@@ -54,7 +64,7 @@ def warmup(
 
     import graphdispatch
 
-    input_sets = list(inputs)
+    input_sets = sorted(inputs, key=_tensor_bytes, reverse=True)  # sorted() is stable
     before = graphdispatch.stats()
     steps: Iterable[Any] = input_sets
     if progress and sys.stderr.isatty():

@@ -34,21 +34,25 @@ def test_max_total_entry_bytes_is_an_option_default_off():
 
 
 def one_entry_bytes(x):
-    """The bytes one expert's entry holds for ``x`` (measured, then everything reset)."""
+    """(bytes one expert's entry holds on its own, bytes of the shared workspace) for ``x``
+    (measured, then everything reset)."""
     expert = Expert()
     with torch.no_grad():
         compiled(expert)(x)
-    held = stats()["entry_bytes"]
-    assert held > 0
+    held, shared = stats()["entry_bytes"], stats()["workspace_bytes"]
+    assert held > shared >= 0
     torch._dynamo.reset()
     graphdispatch.reset()
-    return held
+    return held - shared, shared
 
 
 @pytest.mark.parametrize("eviction", ["fifo", "lru"])
 def test_c49_two_experts_share_one_budget(eviction):
     x = torch.randn(4, 16)
-    budget = one_entry_bytes(x) * 3 // 2  # room for one expert's entry, not two
+    own, shared = one_entry_bytes(x)
+    budget = (
+        shared + own * 3 // 2
+    )  # room for one expert's entry, not two (they share one workspace)
     high, low = Expert(), Expert()
     G_high = compiled(high, max_total_entry_bytes=budget, eviction=eviction)
     G_low = compiled(low, max_total_entry_bytes=budget, eviction=eviction)
@@ -64,7 +68,8 @@ def test_c49_two_experts_share_one_budget(eviction):
 
 def test_c49_lru_keeps_the_entry_in_use_across_graphs():
     x = torch.randn(4, 16)
-    budget = one_entry_bytes(x) * 5 // 2  # two entries fit, three do not
+    own, shared = one_entry_bytes(x)
+    budget = shared + own * 5 // 2  # two entries fit, three do not
     a, b, c = Expert(), Expert(), Expert()
     Ga, Gb, Gc = (compiled(m, max_total_entry_bytes=budget, eviction="lru") for m in (a, b, c))
     with torch.no_grad():

@@ -256,3 +256,38 @@ def test_c67_child_forked_while_a_thread_holds_the_out_variant_cache_captures(gr
     child = report["child"]
     assert child["ok"], child["error"]
     assert child["value"] == {"value": report["expected"], "captures": 1, "fallbacks": {}}
+
+
+# Note [Shared workspace]: a replay nested in another (a custom op's kernel calling a compiled
+# model while the outer CPU graph replays) leases a workspace block of its own.
+@torch.library.custom_op("threads_modes::call_inner", mutates_args=())
+def _call_inner(x: torch.Tensor) -> torch.Tensor:
+    return _INNER[0](x)
+
+
+@_call_inner.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+_INNER: list = []
+
+
+def test_a_replay_nested_in_another_gets_its_own_workspace():
+    torch.manual_seed(0)
+    inner = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.GELU(), torch.nn.Linear(64, 8))
+    _INNER[:] = [compiled(inner)]
+
+    def outer(x):
+        h = torch.sin(x) * 3
+        return _call_inner(h) + h.cos()
+
+    G = compiled(outer)
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(4, 8)
+            h = torch.sin(x) * 3
+            torch.testing.assert_close(G(x), inner(h) + h.cos(), rtol=0, atol=0)
+    s = stats()
+    assert s["captures"] == 2 and s["fallbacks"] == {}, s
+    assert s["replays"] == 4 + 4, s  # the outer graph's and, inside each, the inner one's

@@ -2,6 +2,7 @@
 
 #include "runtime/cpu_graph/memory_plan.h"
 #include "runtime/cpu_graph/out_variant.h"
+#include "runtime/cpu_graph/workspace.h"
 #include "runtime/tensor_layout.h"
 
 #include <c10/core/CPUAllocator.h>
@@ -170,8 +171,6 @@ void mark_outputs(Classified& c, const std::vector<c10::IValue>& outputs) {
 // Where one storage lives (Note [CPU graph]).
 enum class Place { kVouched, kConstant, kLiteral, kArena, kOwnCopy };
 
-void release_arena_ref(void* ctx) { delete static_cast<std::shared_ptr<c10::DataPtr>*>(ctx); }
-
 // The whole of `storage` as a 1-d uint8 tensor that holds it.
 at::Tensor bytes_of(c10::StorageImpl* storage) {
   auto t = at::detail::make_tensor<c10::TensorImpl>(
@@ -276,35 +275,55 @@ std::int64_t constant_bytes(const Classified& c, const std::vector<Place>& place
   return bytes;
 }
 
-// Intermediates and outputs in one arena, shared by lifetime (memory_plan.h): the work's own
-// storages are repointed into it, own copies rebound to storages there. Returns its bytes.
-std::int64_t place_in_arena(const Classified& c, const std::vector<Place>& places,
-                            Rebound& rebound) {
-  std::vector<std::size_t> in_arena;  // positions in c.order
+// Blocks placed by lifetime (memory_plan.h): (offsets, bytes).
+MemoryPlan plan_blocks(const Classified& c, const std::vector<std::size_t>& positions) {
   std::vector<Lifetime> lifetimes;
-  for (std::size_t k = 0; k < c.order.size(); ++k) {
+  for (auto k : positions) {
     const auto& u = c.uses.at(c.order[k]);
-    const auto bytes = static_cast<std::int64_t>(c.order[k]->nbytes());
-    if ((places[k] == Place::kArena || places[k] == Place::kOwnCopy) && bytes > 0) {
-      in_arena.push_back(k);
-      lifetimes.push_back({u.first, u.last, bytes});
+    lifetimes.push_back({u.first, u.last, static_cast<std::int64_t>(c.order[k]->nbytes())});
+  }
+  return plan_memory(lifetimes, kAlignment);
+}
+
+struct Placed final {
+  std::int64_t arena_bytes = 0;
+  CpuGraph::WorkspaceSlots workspace;  // not yet pointing anywhere
+  std::int64_t workspace_bytes = 0;
+};
+
+// The outputs in the program's own arena, repointed there; every other storage the work made
+// and every own copy in the shared workspace (Note [Shared workspace]), own copies rebound to
+// storages there.
+Placed place(const Classified& c, const std::vector<Place>& places, Rebound& rebound) {
+  Placed placed;
+  std::vector<std::size_t> outputs, intermediates;  // positions in c.order
+  for (std::size_t k = 0; k < c.order.size(); ++k) {
+    if ((places[k] != Place::kArena && places[k] != Place::kOwnCopy) || c.order[k]->nbytes() == 0) {
+      continue;
+    }
+    (c.uses.at(c.order[k]).output ? outputs : intermediates).push_back(k);
+  }
+  const auto own = plan_blocks(c, outputs);
+  if (own.bytes > 0) {
+    auto arena = std::make_shared<Workspace::Block>(own.bytes);
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+      point_into(c.order[outputs[j]], arena, own.offsets[j]);
     }
   }
-  const auto plan = plan_memory(lifetimes, kAlignment);
-  if (plan.bytes == 0) return 0;
-  auto arena = std::make_shared<c10::DataPtr>(c10::GetCPUAllocator()->allocate(plan.bytes));
-  auto* base = static_cast<char*>(arena->get());
-  for (std::size_t j = 0; j < in_arena.size(); ++j) {
-    auto* storage = c.order[in_arena[j]];
-    c10::DataPtr data(base + plan.offsets[j], new std::shared_ptr<c10::DataPtr>(arena),
-                      &release_arena_ref, c10::Device(c10::kCPU));
-    if (places[in_arena[j]] == Place::kOwnCopy) {
-      rebind(rebound, storage, std::move(data));
+  const auto shared = plan_blocks(c, intermediates);
+  for (std::size_t j = 0; j < intermediates.size(); ++j) {
+    auto* storage = c.order[intermediates[j]];
+    if (places[intermediates[j]] == Place::kOwnCopy) {
+      rebind(rebound, storage, c10::DataPtr(nullptr, c10::Device(c10::kCPU)));
+      placed.workspace.emplace_back(rebound.at(storage), shared.offsets[j]);
     } else {
-      storage->set_data_ptr_noswap(std::move(data));
+      placed.workspace.emplace_back(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(storage),
+                                    shared.offsets[j]);
     }
   }
-  return plan.bytes;
+  placed.arena_bytes = own.bytes;
+  placed.workspace_bytes = shared.bytes;
+  return placed;
 }
 
 // Vouched memory, read through non-owning storages (added to `rebound`); returns the (live,
@@ -384,6 +403,9 @@ void CpuGraph::reset() {
   steps_.clear();
   restores_.clear();
   stack_.clear();
+  in_workspace_.clear();
+  workspace_need_ = Workspace::Need();
+  bound_ = nullptr;
   arena_bytes_ = recorded_ = through_out_ = copied_ = 0;
 }
 
@@ -393,7 +415,10 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
   mark_outputs(c, outputs);
   const auto places = audit(ops, c, vouched_);
   Rebound rebound;
-  arena_bytes_ = place_in_arena(c, places, rebound) + constant_bytes(c, places);
+  auto placed = place(c, places, rebound);
+  arena_bytes_ = placed.arena_bytes + constant_bytes(c, places);
+  in_workspace_ = std::move(placed.workspace);
+  workspace_need_ = Workspace::Need(placed.workspace_bytes);
   for (auto& [live, pristine] : keep_external(ops, c, places, rebound)) {
     restores_.push_back({std::move(live), std::move(pristine)});
   }
@@ -406,6 +431,13 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
     through_out_ += kind == Kind::kOut;
     copied_ += kind == Kind::kCopy;
   }
+  if (!in_workspace_.empty()) bind(Workspace::get().take(bound_).block());
+}
+
+void CpuGraph::bind(const std::shared_ptr<Workspace::Block>& block) {
+  if (block.get() == bound_) return;
+  for (const auto& [storage, offset] : in_workspace_) point_into(storage.get(), block, offset);
+  bound_ = block.get();
 }
 
 CpuGraph::Step CpuGraph::emit(RecordedOp op, bool through_out,
@@ -434,6 +466,11 @@ CpuGraph::Step CpuGraph::emit(RecordedOp op, bool through_out,
 }
 
 void CpuGraph::replay() {
+  std::optional<Workspace::Lease> lease;
+  if (!in_workspace_.empty()) {
+    lease.emplace(Workspace::get().take(bound_));
+    bind(lease->block());
+  }
   for (const auto& r : restores_) {
     std::memcpy(r.live.data_ptr(), r.pristine.const_data_ptr(), r.pristine.nbytes());
   }
@@ -464,7 +501,8 @@ void CpuGraph::replay() {
 std::string CpuGraph::describe() const {
   std::ostringstream text;
   text << recorded_ << " ops recorded, " << steps_.size() << " replayed (" << through_out_
-       << " through out=, " << copied_ << " copied), arena " << arena_bytes_ << " bytes";
+       << " through out=, " << copied_ << " copied), arena " << arena_bytes_ << " bytes, workspace "
+       << workspace_need_.bytes() << " bytes (shared)";
   if (!restores_.empty()) text << ", " << restores_.size() << " constants put back";
   return text.str();
 }

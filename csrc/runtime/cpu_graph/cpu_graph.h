@@ -1,6 +1,7 @@
 #pragma once
 
 #include "runtime/cpu_graph/op_recorder.h"
+#include "runtime/cpu_graph/workspace.h"
 #include "runtime/device_graph.h"
 
 #include <ATen/core/Tensor.h>
@@ -52,11 +53,12 @@ namespace graphdispatch {
 // - an `empty` result read before a recorded op writes it was filled outside the dispatcher
 //   (a kernel's own loop, as `max_pool1d`'s): refused, it would replay the capture's values
 //   (case C57);
-// - the tensors the work made live in one arena, placed by lifetime (memory_plan.h) with the
-//   outputs kept to the end, so an entry holds about the forward's peak rather than the sum of
-//   its activations (case C44). One that something else holds too (a custom op's memoised
-//   table, a hook's saved result) is never moved: the program gets its own copy in the arena,
-//   which the op's replay refreshes, and refuses the capture where the program writes it or
+// - the tensors the work made are placed by lifetime (memory_plan.h): the outputs in the
+//   program's own arena, the intermediates in the workspace every CPU graph shares (Note
+//   [Shared workspace]), so an entry holds about the forward's peak rather than the sum of its
+//   activations (case C44), and N entries one peak. One that something else holds too (a
+//   custom op's memoised table, a hook's saved result) is never moved: the program gets its own
+//   copy in the workspace, which the op's replay refreshes, and refuses the capture where the program writes it or
 //   returns it (case C55).
 // Replay puts the constants' bytes back, then walks the steps in C++ without Python or the GIL.
 
@@ -72,11 +74,16 @@ class CpuGraph final : public DeviceGraph {
   void replay() override;
   void reset() override;
   bool runs_during_capture() const override { return true; }
-  /// The bytes the program owns: its arena (every intermediate and output) and its constants.
+  /// The bytes the program owns: its arena (its outputs) and its constants.
   std::optional<std::int64_t> pool_bytes() const override { return arena_bytes_; }
-  /// "N ops recorded, K replayed (J through out=, C copied), arena B bytes[, R constants put
-  /// back]" (the last part where R > 0).
+  /// Its intermediates' plan, in the shared workspace (Note [Shared workspace]).
+  std::int64_t shared_bytes() const override { return workspace_need_.bytes(); }
+  /// "N ops recorded, K replayed (J through out=, C copied), arena B bytes, workspace W bytes
+  /// (shared)[, R constants put back]" (the last part where R > 0).
   std::string describe() const override;
+
+  /// Storages in the shared workspace, with their offsets in a block (bytes).
+  using WorkspaceSlots = std::vector<std::pair<c10::intrusive_ptr<c10::StorageImpl>, std::int64_t>>;
 
  private:
   struct Step final {
@@ -101,6 +108,8 @@ class CpuGraph final : public DeviceGraph {
   /// The step replaying `op`: through its out= overload, or called as recorded, its new
   /// returns copied into place where `fresh` (per return, per tensor) says so.
   static Step emit(RecordedOp op, bool through_out, const std::vector<std::vector<bool>>* fresh);
+  /// Points the intermediates into `block`, unless they point there already.
+  void bind(const std::shared_ptr<Workspace::Block>& block);
 
   std::unique_ptr<OpRecorder> recorder_;
   std::unordered_set<const c10::StorageImpl*> vouched_;
@@ -108,6 +117,11 @@ class CpuGraph final : public DeviceGraph {
   std::vector<Restore> restores_;
   torch::jit::Stack stack_;  // reused by every step of every replay
   std::int64_t arena_bytes_ = 0;
+  // The intermediates' storages and their offsets in a workspace block; the block they point
+  // into (kept alive by them).
+  WorkspaceSlots in_workspace_;
+  Workspace::Need workspace_need_;
+  const Workspace::Block* bound_ = nullptr;
   std::int64_t recorded_ = 0, through_out_ = 0, copied_ = 0;
 };
 

@@ -142,7 +142,10 @@ c10::DispatchKeySet redispatch_keys(const c10::OperatorHandle& op, c10::Dispatch
   return keys;
 }
 
-void reset_cpu_graph_after_fork() { cache = new Cache(); }
+void reset_cpu_graph_after_fork() {
+  cache = new Cache();
+  Workspace::get().reset_after_fork();
+}
 
 void with_out_variants_locked(const std::function<void()>& held) {
   std::lock_guard<std::mutex> lock(cache->mutex);
