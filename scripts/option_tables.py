@@ -25,6 +25,8 @@ def _type(option: config.Option) -> str:
         return "int ≥ 0"
     if option.type is float:
         return "float ≥ 0, finite"
+    if option.type is tuple:
+        return "list or tuple of callables"
     return option.type.__name__
 
 
@@ -45,7 +47,9 @@ def tables() -> dict[str, str]:
     aliases += [f"| `{alias}` | `{name}` |" for alias, name in config.ALIASES.items()]
     environment = ["| variable | option |", "|---|---|"]
     environment += [
-        f"| `{config.ENV_PREFIX}{o.name.upper()}` | `{o.name}` |" for o in config.OPTIONS
+        f"| `{config.ENV_PREFIX}{o.name.upper()}` | `{o.name}` |"
+        for o in config.OPTIONS
+        if o.type is not tuple  # callables: no environment variable holds one
     ]
     return {
         "options": "\n".join(options),

@@ -24,18 +24,21 @@ def test_demo_flux_json(capsys):
     assert status == 0, report
     assert report["ok"] is True and report["pipelines"] == ["flux"]
     by_route = {r["route"]: r for r in report["results"]}
-    graph_route = "graph_only" if report["device"] == "cpu" else "graph_with_compile"
-    assert set(by_route) == {"eager", "default", graph_route}
+    graph_routes = ["graph_with_compile"] + (["graph_only"] if report["device"] == "cpu" else [])
+    assert set(by_route) == {"eager", "default", *graph_routes}
     for result in report["results"]:
         assert result["pipeline"] == "FluxPipeline"
         assert result["model"] == "FluxTransformer2DModel"
         assert result["max_abs_diff"] <= demo.ATOL
         assert result["median_ms"] > 0
-    graph = by_route[graph_route]
-    assert graph["fallbacks"] == {} and graph["captures"] == 1
-    assert graph["replays"] >= graph["model_calls"] - 1
+    for name in graph_routes:
+        graph = by_route[name]
+        assert graph["fallbacks"] == {} and graph["captures"] == 1, graph
+        assert graph["replays"] >= graph["model_calls"] - 1, graph
     if report["device"] == "cpu":  # the CPU graph replays the very FX graph: bit-exact
-        assert graph["graph"] == "cpu" and graph["max_abs_diff"] == 0
+        assert by_route["graph_only"]["graph"] == "cpu"
+        assert by_route["graph_only"]["max_abs_diff"] == 0
+        assert by_route["graph_with_compile"]["graph"] == "cpp_wrapper"
     assert by_route["default"]["captures"] == 0
 
 

@@ -50,7 +50,7 @@ def test_names_agree():
 def test_every_option_is_well_formed():
     assert len({option.name for option in config.OPTIONS}) == len(config.OPTIONS)
     for option in config.OPTIONS:
-        assert option.doc and option.type in (bool, int, float, str), option.name
+        assert option.doc and option.type in (bool, int, float, str, tuple), option.name
         assert (option.low is None) == (option.type not in (int, float)), option.name
         assert bool(option.choices) == (option.type is str), option.name
         assert config.check_value(option.name, option.default) == option.default

@@ -26,10 +26,12 @@ def resolved(**options):
         (True, True, "emulated", "graph_with_compile"),  # with_compile wins (MindIE-SD's rule)
         (False, False, "auto", "default"),
         (False, True, "auto", "graph_only"),  # the CPU graph for CPU inputs
-        (True, False, "auto", "default"),  # Inductor's CPU kernels cannot be recorded
+        (True, False, "auto", "graph_with_compile"),  # Inductor's C++ entry, called from C++
+        (True, False, "cpp_wrapper", "graph_with_compile"),
+        (False, True, "cpp_wrapper", "default"),  # it calls Inductor's output only
         (True, True, "cuda", "default"),
         (False, True, "cpu", "graph_only"),
-        (True, False, "cpu", "default"),
+        (True, False, "cpu", "default"),  # Inductor's CPU kernels cannot be recorded
     ],
 )
 def test_route_matrix(with_compile, only, device_graph, expected):
@@ -46,8 +48,17 @@ def test_auto_picks_the_cpu_graph_never_emulated():
     route, kind, reason = choose_route(resolved(graph_only=True), CPU_INPUTS)
     assert (route, kind) == ("graph_only", "cpu")
     route, kind, reason = choose_route(resolved(graph_with_compile=True), CPU_INPUTS)
-    assert (route, kind) == ("default", None)
-    assert "Inductor's CPU kernels are not dispatcher ops" in reason
+    assert (route, kind) == ("graph_with_compile", "cpp_wrapper")
+    assert "Inductor's C++ wrapper" in reason
+    # The CPU graph cannot record Inductor's kernels, nor the cpp_wrapper graph run an FX graph.
+    route, kind, reason = choose_route(
+        resolved(graph_with_compile=True, device_graph="cpu"), CPU_INPUTS
+    )
+    assert (route, kind) == ("default", None) and "not dispatcher ops" in reason
+    route, kind, reason = choose_route(
+        resolved(graph_only=True, device_graph="cpp_wrapper"), CPU_INPUTS
+    )
+    assert (route, kind) == ("default", None) and "graph_with_compile only" in reason
 
 
 def test_route_is_logged_and_counted(caplog):

@@ -1,5 +1,6 @@
 // graphdispatch._C: the thin pybind11 layer over the runtime. Only registration lives here.
 
+#include "bindings/cpp_wrapper_graph.h"
 #include "bindings/py_device_graph.h"
 #include "bindings/py_values.h"
 
@@ -33,6 +34,7 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   b::init_device_graphs(m);
+  b::init_cpp_wrapper_graphs(m);
   b::init_runner(m);
   b::init_stats(m);
 }

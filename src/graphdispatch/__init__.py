@@ -75,16 +75,19 @@ def stats() -> dict[str, Any]:
     when their entry replayed again, copied into memory of their own first), fallbacks
     ({reason: calls served by the non-graph path}, the reasons of ``_C.fallback_reasons()``,
     listed in docs/diagnosing.md section 3), routes ({route: graphs compiled since the last
-    reset}); and gauges that reset() leaves alone: entries (captured entries alive now),
-    entry_bytes (bytes they hold: input buffers plus graph memory, the CPU graph's shared
-    workspace counted once) and workspace_bytes (that workspace: its live blocks). Counters are
-    per process; a forked child starts from zero (it keeps the workspace blocks it inherited).
+    reset}), graph_passes ({pass name: rewrites the ``graph_passes`` option's passes reported
+    since the last reset}); and gauges that reset() leaves alone: entries (captured entries
+    alive now), entry_bytes (bytes they hold: input buffers plus graph memory, the CPU graph's
+    shared workspace counted once) and workspace_bytes (that workspace: its live blocks).
+    Counters are per process; a forked child starts from zero (it keeps the workspace blocks it
+    inherited).
     """
     from . import _C
-    from .backend import route_counts
+    from .backend import pass_counts, route_counts
 
     out = _C.stats()
     out["routes"] = route_counts()
+    out["graph_passes"] = pass_counts()
     return out
 
 

@@ -127,6 +127,7 @@ def graph_factory(kind: str) -> Any:
 
 _RUNNERS: weakref.WeakSet[Any] = weakref.WeakSet()
 _ROUTES: dict[str, int] = {}
+_PASSES: dict[str, int] = {}  # graph_passes: rewrites reported per pass, under _ROUTES_LOCK
 _ROUTES_LOCK = threading.Lock()
 
 
@@ -140,12 +141,42 @@ def route_counts() -> dict[str, int]:
         return dict(_ROUTES)
 
 
+def pass_counts() -> dict[str, int]:
+    with _ROUTES_LOCK:
+        return dict(_PASSES)
+
+
+def _pass_name(graph_pass: Callable) -> str:
+    return getattr(graph_pass, "__qualname__", None) or type(graph_pass).__qualname__
+
+
+def run_graph_passes(gm: torch.fx.GraphModule, passes: Sequence[Callable]) -> None:
+    """Runs the ``graph_passes`` option's passes on ``gm`` in order, counts the rewrites each
+    reports, and recompiles ``gm``. A pass returning neither an int nor None raises TypeError
+    naming it."""
+    if not passes:
+        return
+    for graph_pass in passes:
+        made = graph_pass(gm)
+        name = _pass_name(graph_pass)
+        if made is not None and (not isinstance(made, int) or isinstance(made, bool)):
+            raise TypeError(
+                f"graphdispatch option 'graph_passes': pass {name} must return an int (rewrites"
+                f" made) or None, got {type(made).__name__} {made!r}"
+            )
+        with _ROUTES_LOCK:
+            _PASSES[name] = _PASSES.get(name, 0) + (made or 0)
+    gm.graph.lint()
+    gm.recompile()
+
+
 def clear_caches() -> None:
     """Drops every runner's entries (graphs reset, buffers freed) and the route counts."""
     for runner in list(_RUNNERS):
         runner.clear()
     with _ROUTES_LOCK:
         _ROUTES.clear()
+        _PASSES.clear()
 
 
 def _after_fork_in_child() -> None:
@@ -154,6 +185,7 @@ def _after_fork_in_child() -> None:
     _FACTORIES_LOCK = threading.Lock()
     _ROUTES_LOCK = threading.Lock()
     _ROUTES.clear()  # counted with stats(), which the child starts from zero
+    _PASSES.clear()
     _FACTORIES.clear()  # the parent's pools and streams are not ours to use
     for runner in list(_RUNNERS):
         runner.reset_after_fork()
@@ -240,7 +272,15 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     numbers = host_numbers(gm, example_inputs)
     # compile_fx's result is called as fn(*args), as Dynamo calls it; the `_boxed_call` it
     # carries is copied from the inner function and does not describe it.
-    if route == ROUTE_GRAPH_WITH_COMPILE:
+    factory = None
+    if route == ROUTE_GRAPH_WITH_COMPILE and kind == "cpp_wrapper":
+        SETUP_INDUCTOR()
+        from . import cpp_wrapper
+
+        compiled, calls = cpp_wrapper.compile_with_cpp_wrapper(gm, example_inputs)
+        fn = tensors_inside(compiled, numbers, example_inputs)
+        factory = cpp_wrapper.graph_factory(calls)
+    elif route == ROUTE_GRAPH_WITH_COMPILE:
         fn = tensors_inside(
             _inductor(gm, example_inputs, cudagraphs=False), numbers, example_inputs
         )
@@ -285,7 +325,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     runner = _C.GraphRunner(
         fn,
         is_static,
-        graph_factory(kind),
+        factory or graph_factory(kind),
         log=log.warning,
         written_inputs=effects.written,
         random=effects.random,
@@ -345,6 +385,7 @@ class Backend:
                 kwargs.get("mode"), {**self.options, **config.normalize(kwargs.get("options"))}
             )(gm, example_inputs)
         options = config.resolve(self.options)
+        run_graph_passes(gm, options["graph_passes"])
         route, kind, reason = choose_route(options, example_inputs)
         ROUTE_SETUP[route]()
         log.info(

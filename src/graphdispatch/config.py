@@ -47,7 +47,8 @@ class Option:
     """One option: the single definition every layer derives from.
 
     ``doc``: what the option does, in Markdown; the one telling of it, rendered into
-    docs/usage.md's table by scripts/option_tables.py. ``type`` is bool, int, float or str.
+    docs/usage.md's table by scripts/option_tables.py. ``type`` is bool, int, float, str or
+    tuple (a sequence of callables, given as a list or tuple; no environment variable).
     ``low``/``high``: inclusive bounds of an int or float option (every int reaches the C++
     runtime as int64_t; a float must also be finite). ``choices``: the valid values of a str
     option. ``aliases``: other names it answers to (MindIE-SD's ``aclgraph_*``). ``runtime``:
@@ -144,11 +145,12 @@ OPTIONS: tuple[Option, ...] = (
         str,
         "auto",
         "Which device graph captures. `auto` tries CUDA, then NPU (torch_npu), then "
-        "`torch.accelerator.Graph`; for CPU inputs on `graph_only` it picks the CPU graph"
-        ' (see "The CPU graph"). It never picks `emulated`, which re-runs the work on '
-        "every replay (same static-buffer semantics, no speed-up): for Inductor's output "
-        "on the CPU and for tests.",
-        choices=("auto", "cuda", "npu", "accelerator", "cpu", "emulated"),
+        "`torch.accelerator.Graph`; for CPU inputs it picks the CPU graph on `graph_only`"
+        " and `cpp_wrapper` on `graph_with_compile` (Inductor's C++ wrapper, its generated"
+        ' entry called from C++ on replay; see "The CPU graph"). It never picks '
+        "`emulated`, which re-runs the work on every replay (same static-buffer semantics,"
+        " no speed-up): for tests.",
+        choices=("auto", "cuda", "npu", "accelerator", "cpu", "cpp_wrapper", "emulated"),
     ),
     _count(
         "max_entry_bytes",
@@ -205,6 +207,22 @@ OPTIONS: tuple[Option, ...] = (
         "the comparison is exact (NaN equals NaN).",
     ),
     _tolerance("verify_atol", 1e-6, "Absolute tolerance of that comparison (see `verify_rtol`)."),
+    Option(
+        "graph_passes",
+        tuple,
+        (),
+        "Your FX passes, run in order on every graph Dynamo hands the backend, before "
+        "anything else sees it: before capture on `graph_only`, before Inductor on "
+        "`graph_with_compile` and `default`. Each is called as `p(gm)` with the "
+        '`torch.fx.GraphModule` (torch-level ops, `node.meta["example_value"]` fake '
+        "tensors), rewrites `gm.graph` in place and returns how many rewrites it made (an "
+        'int, counted per pass in `stats()["graph_passes"]`) or None; the backend '
+        "recompiles `gm` after them. The pattern-fusion half of a graph route: "
+        "`graphdispatch.patterns.fuse_rms_norm` is one, and "
+        "`torch.fx.subgraph_rewriter.replace_pattern` makes others from a search and a "
+        "replacement function (the torch-level counterpart of Inductor's "
+        "`register_replacement`). Python callables: no environment variable sets it.",
+    ),
     # PyTorch's cudagraph trees bound re-recording for the same reason
     # (triton.cudagraph_unexpected_rerecord_limit).
     _count(
@@ -271,6 +289,8 @@ def check_value(name: str, value: Any, given: str | None = None) -> Any:
     label = f"{name!r}" if given in (None, name) else f"{name!r} (given as {given!r})"
     # bool is an int subclass: max_entries=True is a mistake, not 1. A float option takes an
     # int (verify_atol=0) and stores it as a float.
+    if expected is tuple:
+        return _check_callables(label, value)
     if expected is float and _is_plain_int(value):
         value = float(value)
     if type(value) is not expected and not (expected is int and _is_plain_int(value)):
@@ -297,6 +317,21 @@ def check_value(name: str, value: Any, given: str | None = None) -> Any:
                 f"graphdispatch option {label}: expected a finite float >= {low:g}, got {value}"
             )
     return value
+
+
+def _check_callables(label: str, value: Any) -> tuple:
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"graphdispatch option {label}: expected a list or tuple of callables, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    for i, item in enumerate(value):
+        if not callable(item):
+            raise TypeError(
+                f"graphdispatch option {label}: expected a list or tuple of callables, "
+                f"got {type(item).__name__} {item!r} at index {i}"
+            )
+    return tuple(value)
 
 
 def _is_plain_int(value: Any) -> bool:
@@ -377,6 +412,11 @@ _DECIMAL_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 def _parse_env(name: str, text: str) -> Any:
     expected = _BY_NAME[name].type
+    if expected is tuple:
+        raise ValueError(
+            "this option takes Python callables, which no environment variable can hold; "
+            "give them in options= or Backend(...)"
+        )
     if expected is bool:
         lowered = text.strip().lower()
         if lowered in ("1", "true", "yes", "on"):

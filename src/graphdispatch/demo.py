@@ -12,17 +12,18 @@ on the best device (CUDA, else NPU, else CPU; there with one intra-op thread unl
 
 - ``eager``: plain PyTorch, the reference;
 - ``default``: aot_autograd + Inductor, no capture;
-- the graph route: ``graph_with_compile`` (Inductor, then a CUDA/NPU/accelerator graph) where
-  the device has graphs; on the CPU ``graph_only`` with the CPU graph, which records the ops
-  below autograd once and replays them from C++ on fixed memory (Inductor's CPU kernels cannot
-  be recorded, so the FX graph is captured as is).
+- the graph routes: ``graph_with_compile`` (Inductor, then a CUDA/NPU/accelerator graph) where
+  the device has graphs; on the CPU both ``graph_only`` with the CPU graph, which records the
+  ops below autograd once and replays them from C++ on fixed memory, and ``graph_with_compile``
+  with the ``cpp_wrapper`` graph (Inductor's C++ wrapper, its generated entry called from C++
+  on every replay).
 
 Each route calls the pipeline twice with the same seed: the first call compiles and captures
 (its wall time is ``first_call_s``), the second is timed per denoising step (the time between
 consecutive ``callback_on_step_end`` calls, the device synchronized; ``median_ms``) and its
 images are compared with eager's (``max_abs_diff``, images in [0, 1]).
 
-Pass rule. Every route's images are within ATOL of eager's. The graph route also has no
+Pass rule. Every route's images are within ATOL of eager's. Each graph route also has no
 fallbacks, one capture per compiled graph (a fixed-shape pipeline gives each graph one
 signature), no capture in the second call, and replays >= its model calls minus the first.
 Inductor reorders float32 reductions (about 1e-6 on these images); ATOL leaves a wide margin
@@ -82,15 +83,18 @@ class Route:
     backend: str = "graphdispatch"
 
 
-def graph_route(device: torch.device) -> Route:
-    if device.type == "cpu":  # Inductor's CPU kernels cannot be recorded: the FX graph is
-        return Route("graph_only", "cpu", {"graph_only": True})
+def graph_routes(device: torch.device) -> list[Route]:
+    if device.type == "cpu":  # both graph routes: the CPU graph, Inductor's C++ entry
+        return [
+            Route("graph_only", "cpu", {"graph_only": True}),
+            Route("graph_with_compile", "cpp_wrapper", {"graph_with_compile": True}),
+        ]
     kind, _ = choose_kind("auto", device, compiled=True)
-    return Route("graph_with_compile", kind or "emulated", {"graph_with_compile": True})
+    return [Route("graph_with_compile", kind or "emulated", {"graph_with_compile": True})]
 
 
 def routes_for(device: torch.device) -> list[Route]:
-    return [Route("eager", "none", None), Route("default", "none", {}), graph_route(device)]
+    return [Route("eager", "none", None), Route("default", "none", {}), *graph_routes(device)]
 
 
 def compile_denoiser(tiny: TinyPipeline, route: Route) -> None:

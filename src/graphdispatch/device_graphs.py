@@ -2,9 +2,10 @@
 factory that makes its graphs.
 
 Framework graphs (CUDA, NPU, torch.accelerator) are Python adapters (framework_graphs.py);
-the CPU graph (``CpuGraph``, Note [CPU graph]) and the emulated graph are pure C++. ``auto``
-picks the CPU graph for CPU inputs on graph_only; the emulated graph is never chosen
-automatically.
+the CPU graph (``CpuGraph``, Note [CPU graph]) and the emulated graph are pure C++; the
+``cpp_wrapper`` graph calls Inductor's generated C++ entry (Note [Inductor's C++ entry],
+cpp_wrapper.py). ``auto`` picks, for CPU inputs, the CPU graph on graph_only and the cpp_wrapper
+graph on graph_with_compile; the emulated graph is never chosen automatically.
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ from .framework_graphs import FrameworkGraphFactory, npu_module
 
 log = logging.getLogger("graphdispatch")
 
-GRAPH_KINDS = ("cuda", "npu", "accelerator", "cpu", "emulated")
+GRAPH_KINDS = ("cuda", "npu", "accelerator", "cpu", "cpp_wrapper", "emulated")
 
 
 def unavailable_reason(kind: str, device: torch.device) -> str | None:
     """None when graphs of ``kind`` can capture work on ``device``, else why not."""
     if kind == "emulated":
         return None
-    if kind == "cpu":
-        return None if device.type == "cpu" else f"CPU graphs need CPU inputs (inputs on {device})"
+    if kind in ("cpu", "cpp_wrapper"):
+        return (
+            None if device.type == "cpu" else f"{kind} graphs need CPU inputs (inputs on {device})"
+        )
     if device.type == "cpu":
         return f"inputs are on the CPU, where {kind} graphs do not exist"
     if kind == "cuda":
@@ -59,8 +62,9 @@ def unavailable_reason(kind: str, device: torch.device) -> str | None:
 # CPU graph would record the extern kernels around them and miss the rest.
 INDUCTOR_ON_CPU = (
     "Inductor's CPU kernels are not dispatcher ops, which a CPU graph records; "
-    "Inductor's code runs without a graph (use graph_only for a CPU graph)"
+    "Inductor's code runs without a graph (device_graph='auto' calls its C++ wrapper instead)"
 )
+CPP_WRAPPER_UNCOMPILED = "cpp_wrapper graphs call Inductor's output: graph_with_compile only"
 
 
 def choose_kind(
@@ -69,17 +73,19 @@ def choose_kind(
     """(kind, reason): the graph kind for ``device``, or (None, why there is none).
 
     ``compiled``: the graph to capture is Inductor's output (graph_with_compile), which the CPU
-    graph cannot record.
+    graph cannot record and only the cpp_wrapper graph calls.
     """
     if requested == "cpu" and compiled:
         return None, INDUCTOR_ON_CPU
+    if requested == "cpp_wrapper" and not compiled:
+        return None, CPP_WRAPPER_UNCOMPILED
     if requested != "auto":
         reason = unavailable_reason(requested, device)
         return (None, reason) if reason else (requested, f"device_graph={requested!r}")
     if device.type == "cpu":
-        return (
-            (None, INDUCTOR_ON_CPU) if compiled else ("cpu", "auto: the CPU graph for CPU inputs")
-        )
+        if compiled:
+            return "cpp_wrapper", "auto: Inductor's C++ wrapper, called from C++, for CPU inputs"
+        return "cpu", "auto: the CPU graph for CPU inputs"
     reasons = []
     for kind in ("cuda", "npu", "accelerator"):
         reason = unavailable_reason(kind, device)
@@ -94,7 +100,9 @@ _NO_WARMUP_WARNED: set[str] = set()
 
 def warn_without_warmup(kind: str, warmup_iters: int) -> None:
     """Warns once per kind when a device graph is captured without warmup (case G8)."""
-    if warmup_iters or kind == "emulated" or kind in _NO_WARMUP_WARNED:
+    # The emulated and cpp_wrapper graphs run the work for real when they capture: nothing lazy
+    # is baked in.
+    if warmup_iters or kind in ("emulated", "cpp_wrapper") or kind in _NO_WARMUP_WARNED:
         return
     _NO_WARMUP_WARNED.add(kind)
     log.warning(
@@ -111,6 +119,8 @@ def make_factory(kind: str) -> Any:
 
     if kind == "emulated":
         return _C.EmulatedGraphFactory()
+    # One factory per compiled function (cpp_wrapper.graph_factory), never shared.
+    assert kind != "cpp_wrapper", "cpp_wrapper graphs are made per compiled function"
     if kind == "cpu":
         from . import higher_order
 

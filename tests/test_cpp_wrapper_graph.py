@@ -1,0 +1,59 @@
+"""graph_with_compile on the CPU: Inductor's C++ wrapper, its generated entry called from C++ on
+replay (Note [Inductor's C++ entry]). Oracle: eager PyTorch, within Inductor's float32
+reordering; compiles are few and tiny (Inductor is slow on two cores)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import graphdispatch
+from graphdispatch.backend import _RUNNERS
+
+pytestmark = pytest.mark.inductor
+
+
+def graphs():
+    return [e["graph"] for r in _RUNNERS for e in r.entries()]
+
+
+def test_replays_call_the_entry_directly_and_match_eager():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    model.eval()
+    compiled = torch.compile(
+        model, backend="graphdispatch", options={"graph_with_compile": True, "verify_replays": 2}
+    )
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(3, 8)
+            x_before = x.clone()
+            out = compiled(x)
+            torch.testing.assert_close(out, model(x))
+            assert torch.equal(x, x_before)  # the caller's tensor is read, never written
+            out.fill_(0)  # a safe output is the caller's: the next replay is unaffected
+    stats = graphdispatch.stats()
+    assert stats["routes"] == {"graph_with_compile": 1}, stats
+    assert stats["captures"] == 1 and stats["replays"] == 4, stats
+    assert stats["verified_replays"] == 2 and stats["fallbacks"] == {}, stats
+    assert graphs() == ["calls Inductor's C++ entry directly (5 inputs, 1 outputs)"]
+
+
+def test_an_output_viewing_an_input_and_a_written_input_rerun_through_python():
+    def fn(x, y):
+        y.add_(1)  # written once per call, as eager writes it
+        return x.t(), (x * y).sin()
+
+    compiled = torch.compile(fn, backend="graphdispatch", options={"graph_with_compile": True})
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    y_eager = y.clone()
+    with torch.no_grad():
+        for _ in range(3):
+            t, s = compiled(x, y)
+            t_eager, s_eager = fn(x, y_eager)
+            assert torch.equal(y, y_eager)
+            assert t.data_ptr() == x.data_ptr() and torch.equal(t, t_eager)
+            torch.testing.assert_close(s, s_eager)
+    stats = graphdispatch.stats()
+    assert stats["captures"] == 1 and stats["replays"] == 3 and stats["fallbacks"] == {}, stats
+    (graph,) = graphs()
+    assert graph.startswith("re-runs Inductor's compiled function through Python: "), graph
