@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -273,8 +274,9 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   const DiffPtr diff = show_diff(repo, commit.get());
   const std::set<std::string> paths = paths_of(diff.get());
   const std::vector<std::string> path_list(paths.begin(), paths.end());
-  found.has_patch_id = stable_patch_id(repo, diff.get(), found.patch_id);
-  const SidePatch lines = report_patch(repo, commit.get(), options);
+  ChangedLineSum sum;
+  found.has_patch_id = stable_patch_id(repo, diff.get(), found.patch_id, &sum);
+  std::optional<SidePatch> lines;  // the report's reading, made when a candidate needs it
   const std::string hex = to_hex(found.commit);
 
   const std::vector<Branch> branches = matching_branches(repo, options.branch_globs);
@@ -339,11 +341,17 @@ FindResult find_ports(git_repository* repo, const Options& options) {
       const DiffPtr candidate_diff = show_diff(repo, candidate.get());
       if (paths_of(candidate_diff.get()) == paths) {
         git_oid candidate_id;
-        port.by_patch_id = found.has_patch_id &&
-                           stable_patch_id(repo, candidate_diff.get(), candidate_id) &&
-                           git_oid_equal(&candidate_id, &found.patch_id) != 0;
-        port.by_changed_lines =
-            same_changed_lines(repo, lines, report_patch(repo, candidate.get(), options));
+        ChangedLineSum candidate_sum;
+        const bool has_id =
+            stable_patch_id(repo, candidate_diff.get(), candidate_id, &candidate_sum);
+        port.by_patch_id =
+            found.has_patch_id && has_id && git_oid_equal(&candidate_id, &found.patch_id) != 0;
+        // The -U0 readings only where the sums leave it open (Note [Changed-line sum]).
+        if (sum.may_match(candidate_sum)) {
+          if (!lines) lines = report_patch(repo, commit.get(), options);
+          port.by_changed_lines =
+              same_changed_lines(repo, *lines, report_patch(repo, candidate.get(), options));
+        }
       }
     }
     if (port.evidence() || port.by_subject) ports.emplace_back(port, i);
