@@ -297,5 +297,15 @@ TEST(Ports, ReadmePairExampleIsWhatPortdiffPrints) {
   EXPECT_EQ(run.out, expected);
 }
 
+TEST(Ports, ReadmeAuditExampleIsWhatPortdiffPrints) {
+  const std::string expected = readme_block("audit-example");
+  ASSERT_FALSE(expected.empty()) << "README.md has no audit-example block";
+  const CommandResult run =
+      run_command(shell_quote(std::string(PORTDIFF_SOURCE_DIR) + "/example_audit.sh") + " " +
+                  shell_quote(PORTDIFF_EXE) + " --format text");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, expected);
+}
+
 }  // namespace
 }  // namespace portdiff_test

@@ -26,6 +26,7 @@ struct Traits final {
   std::set<std::string> paths;
   bool has_patch_id = false;
   git_oid patch_id{};
+  ChangedLineSum line_sum;         // rules out most changed-lines comparisons
   std::optional<SidePatch> lines;  // the report's reading, made when first needed
 };
 
@@ -41,7 +42,7 @@ Traits traits_of(git_repository* repo, const git_oid& id) {
   traits.bare_subject = bare_subject(traits.subject);
   const DiffPtr diff = show_diff(repo, commit.get());
   traits.paths = paths_of(diff.get());
-  traits.has_patch_id = stable_patch_id(repo, diff.get(), traits.patch_id);
+  traits.has_patch_id = stable_patch_id(repo, diff.get(), traits.patch_id, &traits.line_sum);
   return traits;
 }
 
@@ -62,7 +63,9 @@ Port match(git_repository* repo, Traits& wanted, Traits& candidate, const Option
   if (!wanted.paths.empty() && candidate.paths == wanted.paths) {
     port.by_patch_id = wanted.has_patch_id && candidate.has_patch_id &&
                        git_oid_equal(&wanted.patch_id, &candidate.patch_id) != 0;
-    port.by_changed_lines = same_changed_lines(repo, lines_of(repo, wanted, options),
+    // Only where the sums leave it open (Note [Changed-line sum]).
+    port.by_changed_lines = wanted.line_sum.may_match(candidate.line_sum) &&
+                            same_changed_lines(repo, lines_of(repo, wanted, options),
                                                lines_of(repo, candidate, options));
   }
   return port;

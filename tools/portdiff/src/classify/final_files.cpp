@@ -47,9 +47,8 @@ void describe_final_files(git_repository* repo, std::vector<FileVerdict>& rows) 
       row.final_note = "final files differ (binary)";
       continue;
     }
-    const Content source_file = read_content(repo, s.new_mode, s.new_id);
-    const Content target_file = read_content(repo, t.new_mode, t.new_id);
-    const PatchLines lines = read_git(source_file.text(), target_file.text());
+    const PatchLines lines = read_git(read_content(repo, s.new_mode, s.new_id),
+                                      read_content(repo, t.new_mode, t.new_id));
     std::string how = describe(lines);
     if (how.empty()) {
       how = "first";

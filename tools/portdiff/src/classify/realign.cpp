@@ -20,9 +20,8 @@ bool text_edit(const FileChange& change) {
 }
 
 PatchLines region_of(git_repository* repo, const FileChange& change) {
-  const Content old_content = read_content(repo, change.old_mode, change.old_id);
-  const Content new_content = read_content(repo, change.new_mode, change.new_id);
-  return read_region(old_content.text(), new_content.text());
+  return read_region(read_content(repo, change.old_mode, change.old_id),
+                     read_content(repo, change.new_mode, change.new_id));
 }
 
 /// Whether the two patches change the same multiset of lines: each line counted

@@ -1,5 +1,7 @@
 #include "diff/collect.h"
 
+#include <utility>
+
 #include "diff/content.h"
 #include "diff/diff_rule.h"
 
@@ -46,8 +48,8 @@ SidePatch collect_lines(git_repository* repo, git_diff* diff) {
 
     // Both ends come from the object database: a work tree, its attributes and its
     // filters cannot change what a report pinned to SHAs says.
-    const Content old_content = read_content(repo, change.old_mode, change.old_id);
-    const Content new_content = read_content(repo, change.new_mode, change.new_id);
+    Content old_content = read_content(repo, change.old_mode, change.old_id);
+    Content new_content = read_content(repo, change.new_mode, change.new_id);
     const std::string_view old_text = old_content.text(), new_text = new_content.text();
     change.binary = (is_regular(change.old_mode) && looks_binary(old_text)) ||
                     (is_regular(change.new_mode) && looks_binary(new_text));
@@ -65,7 +67,7 @@ SidePatch collect_lines(git_repository* repo, git_diff* diff) {
         break;
       case ChangeKind::modified:
       case ChangeKind::renamed:
-        change.lines = read_git(old_text, new_text);
+        change.lines = read_git(std::move(old_content), std::move(new_content));
         break;
     }
   }

@@ -1,12 +1,20 @@
 #include "diff/diff_rule.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
+#include "diff/buffer_blobs.h"
 #include "git_handle.h"
 
 namespace portdiff {
 namespace {
+
+/// Bytes `begin` to `begin + size` of one end.
+struct Span final {
+  std::size_t begin;
+  std::size_t size;
+};
 
 int on_line(const git_diff_delta* /*delta*/, const git_diff_hunk* /*hunk*/,
             const git_diff_line* line, void* payload) {
@@ -20,17 +28,27 @@ int on_line(const git_diff_delta* /*delta*/, const git_diff_hunk* /*hunk*/,
   return 0;
 }
 
-/// libgit2's xdiff on two buffers: Myers, indent heuristic, zero context, no
-/// whitespace option, no binary check (the caller has decided it is text).
-PatchLines xdiff(std::string_view a, std::string_view b) {
+/// libgit2's xdiff of `old_span` of one end against `new_span` of the other: Myers,
+/// indent heuristic, zero context, no whitespace option, no binary check (the
+/// caller has decided it is text). The spans go in as blobs, which libgit2 does not
+/// hash (Note [Unhashed blobs]); each end is released as soon as its blob holds a
+/// copy, so at most one end is held twice.
+PatchLines xdiff(Content old_end, Span old_span, Content new_end, Span new_span) {
   git_diff_options options;
   check(git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION), "diff options");
   options.flags = GIT_DIFF_FORCE_TEXT | GIT_DIFF_INDENT_HEURISTIC;
   options.context_lines = 0;
   options.interhunk_lines = 0;
+  BufferBlobs blobs;
+  const BlobPtr old_blob = blobs.blob(old_end.text().substr(old_span.begin, old_span.size));
+  old_end = Content();
+  const BlobPtr new_blob = blobs.blob(new_end.text().substr(new_span.begin, new_span.size));
+  new_end = Content();
   PatchLines lines;
-  check(git_diff_buffers(a.data(), a.size(), nullptr, b.data(), b.size(), nullptr, &options,
-                         nullptr, nullptr, nullptr, on_line, &lines),
+  // An empty path, not none: libgit2 then reads no attributes for a diff driver,
+  // as it does not for git_diff_buffers (a null path would become "file").
+  check(git_diff_blobs(old_blob.get(), "", new_blob.get(), "", &options, nullptr, nullptr, nullptr,
+                       on_line, &lines),
         "diffing two blobs");
   return lines;
 }
@@ -62,13 +80,14 @@ std::size_t git_trimmed_tail(std::string_view a, std::string_view b) {
   return trimmed - recovered;
 }
 
-PatchLines read_git(std::string_view old_text, std::string_view new_text) {
-  const std::size_t tail = git_trimmed_tail(old_text, new_text);
-  return xdiff(old_text.substr(0, old_text.size() - tail),
-               new_text.substr(0, new_text.size() - tail));
+PatchLines read_git(Content old_end, Content new_end) {
+  const std::size_t old_size = old_end.text().size(), new_size = new_end.text().size();
+  const std::size_t tail = git_trimmed_tail(old_end.text(), new_end.text());
+  return xdiff(std::move(old_end), {0, old_size - tail}, std::move(new_end), {0, new_size - tail});
 }
 
-PatchLines read_region(std::string_view old_text, std::string_view new_text) {
+PatchLines read_region(Content old_end, Content new_end) {
+  const std::string_view old_text = old_end.text(), new_text = new_end.text();
   const std::vector<std::size_t> a = line_starts(old_text);
   const std::vector<std::size_t> b = line_starts(new_text);
   const std::size_t a_lines = a.size() - 1, b_lines = b.size() - 1;
@@ -81,8 +100,8 @@ PatchLines read_region(std::string_view old_text, std::string_view new_text) {
   std::size_t suffix = 0;  // never overlapping the prefix
   while (prefix + suffix < most && a_line(a_lines - 1 - suffix) == b_line(b_lines - 1 - suffix))
     ++suffix;
-  PatchLines lines = xdiff(old_text.substr(a[prefix], a[a_lines - suffix] - a[prefix]),
-                           new_text.substr(b[prefix], b[b_lines - suffix] - b[prefix]));
+  PatchLines lines = xdiff(std::move(old_end), {a[prefix], a[a_lines - suffix] - a[prefix]},
+                           std::move(new_end), {b[prefix], b[b_lines - suffix] - b[prefix]});
   // Numbered in the whole files, not in the cut-out region.
   for (std::uint32_t& at : lines.added_at) at += static_cast<std::uint32_t>(prefix);
   for (std::uint32_t& at : lines.deleted_at) at += static_cast<std::uint32_t>(prefix);

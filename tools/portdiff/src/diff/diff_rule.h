@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "diff/content.h"
 #include "diff/file_change.h"
 
 namespace portdiff {
@@ -36,11 +37,13 @@ namespace portdiff {
 /// Bytes `git diff -U0` drops from the end of both buffers before it diffs them.
 std::size_t git_trimmed_tail(std::string_view a, std::string_view b);
 
-/// git's -U0 reading of a text change from `old_text` to `new_text`.
-PatchLines read_git(std::string_view old_text, std::string_view new_text);
+/// git's -U0 reading of a text change from `old_end` to `new_end`. Both are taken,
+/// not borrowed: each is freed once the diff holds its own copy, which keeps a
+/// large file's peak memory at what `git diff -U0` holds (P29).
+PatchLines read_git(Content old_end, Content new_end);
 
-/// The region reading (see the Note).
-PatchLines read_region(std::string_view old_text, std::string_view new_text);
+/// The region reading (see the Note); takes both ends as read_git does.
+PatchLines read_region(Content old_end, Content new_end);
 
 /// Every line of `text`, each pushed with `origin` ('+' or '-'): a whole-file
 /// addition or deletion, and either half of a type change (git shows it as both).

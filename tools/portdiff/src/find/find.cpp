@@ -1,124 +1,19 @@
 #include "find/find.h"
 
-#include <fnmatch.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
+#include <optional>
 #include <set>
-#include <string_view>
-#include <unordered_map>
 
-#include "classify/classify.h"
-#include "classify/realign.h"
-#include "diff/collect.h"
-#include "diff/side_diff.h"
 #include "error.h"
+#include "find/branches.h"
 #include "find/patch_id.h"
 #include "find/port_rules.h"
+#include "find/progress.h"
+#include "find/reach.h"
 #include "ranges/ancestry.h"
 
 namespace portdiff {
 namespace {
-
-struct Branch final {
-  std::string name;
-  git_oid tip{};
-  bool trunk = false;    // what HEAD (local) or <remote>/HEAD names: the line others fork from
-  std::string upstream;  // a local branch's upstream, short name; empty if none
-  std::vector<std::string> twins;  // remote-tracking branches folded into this one (P31)
-};
-
-/// Whether `ref` (a branch) is what HEAD names: the local HEAD, or for a
-/// remote-tracking branch `refs/remotes/<remote>/HEAD`.
-bool is_trunk(git_repository* repo, git_reference* ref, git_branch_t type, const char* name) {
-  if (type == GIT_BRANCH_LOCAL) return git_branch_is_head(ref) == 1;
-  const std::string short_name = name;
-  const std::size_t slash = short_name.find('/');
-  if (slash == std::string::npos) return false;
-  git_reference* head_raw = nullptr;
-  const std::string head = "refs/remotes/" + short_name.substr(0, slash) + "/HEAD";
-  if (git_reference_lookup(&head_raw, repo, head.c_str()) != 0) return false;
-  ReferencePtr head_ref(head_raw);
-  const char* target = git_reference_symbolic_target(head_ref.get());
-  return target != nullptr && std::string(target) == git_reference_name(ref);
-}
-
-/// Local and remote-tracking branches whose short name matches a glob, in version
-/// order. Symbolic ones (origin/HEAD) are skipped: they name another branch.
-std::vector<Branch> matching_branches(git_repository* repo, const std::vector<std::string>& globs) {
-  git_branch_iterator* raw = nullptr;
-  check(git_branch_iterator_new(&raw, repo, GIT_BRANCH_ALL), "listing branches");
-  BranchIteratorPtr branches(raw);
-  std::vector<Branch> found;
-  git_reference* ref_raw = nullptr;
-  git_branch_t type;
-  int status;
-  while ((status = git_branch_next(&ref_raw, &type, branches.get())) == 0) {
-    ReferencePtr ref(ref_raw);
-    if (git_reference_type(ref.get()) != GIT_REFERENCE_DIRECT) continue;
-    const char* name = nullptr;
-    check(git_branch_name(&name, ref.get()), "reading a branch name");
-    for (const std::string& glob : globs)
-      if (fnmatch(glob.c_str(), name, 0) == 0) {
-        Branch& branch = found.emplace_back();
-        branch.name = name;
-        branch.tip = *git_reference_target(ref.get());
-        branch.trunk = is_trunk(repo, ref.get(), type, name);
-        git_reference* upstream_raw = nullptr;
-        if (type == GIT_BRANCH_LOCAL && git_branch_upstream(&upstream_raw, ref.get()) == 0) {
-          ReferencePtr upstream(upstream_raw);
-          const char* upstream_name = nullptr;
-          if (git_branch_name(&upstream_name, upstream.get()) == 0) branch.upstream = upstream_name;
-        }
-        break;
-      }
-  }
-  if (status != GIT_ITEROVER) check(status, "listing branches");
-  // A local branch and the remote-tracking branch it tracks, at the same commit,
-  // are one branch: one row, the remote named beside it (P31).
-  for (Branch& local : found) {
-    if (local.upstream.empty()) continue;
-    const auto twin = std::find_if(found.begin(), found.end(), [&](const Branch& other) {
-      return other.name == local.upstream && git_oid_equal(&other.tip, &local.tip);
-    });
-    if (twin == found.end()) continue;
-    local.twins.push_back(twin->name);
-    local.trunk = local.trunk || twin->trunk;
-    twin->name.clear();  // dropped below
-  }
-  found.erase(std::remove_if(found.begin(), found.end(),
-                             [](const Branch& branch) { return branch.name.empty(); }),
-              found.end());
-  std::sort(found.begin(), found.end(),
-            [](const Branch& a, const Branch& b) { return version_less(a.name, b.name); });
-  return found;
-}
-
-/// "commits 1200/11905" on standard error, rewritten in place; only on a terminal,
-/// so logs and pipes see nothing.
-class Progress final {
- public:
-  explicit Progress(std::size_t total) : total_(total), on_(::isatty(STDERR_FILENO) == 1) {}
-  ~Progress() {
-    if (shown_) std::fputs("\r\033[K", stderr);
-  }
-  Progress(const Progress&) = delete;
-  Progress& operator=(const Progress&) = delete;
-  void tick(std::size_t done) {
-    if (!on_ || (done % 256 != 0 && done != total_)) return;
-    std::fprintf(stderr, "\rportdiff find: %zu/%zu commits", done, total_);
-    std::fflush(stderr);
-    shown_ = true;
-  }
-
- private:
-  std::size_t total_;
-  bool on_;
-  bool shown_ = false;
-};
 
 /// Whether the commit changes every one of `paths` (blob, mode or presence):
 /// a few tree lookups that spare a diff for almost every commit of a history.
@@ -138,108 +33,7 @@ bool touches_all(git_tree* tree, git_tree* parent_tree, const std::vector<std::s
   return true;
 }
 
-struct OidHash final {
-  std::size_t operator()(const git_oid& id) const {
-    std::size_t h;
-    std::memcpy(&h, id.id, sizeof h);  // an object id is already uniformly spread
-    return h;
-  }
-};
-struct OidEqual final {
-  bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b) != 0; }
-};
-
-/*
- * Which matched branches reach each walked commit, as one bit per branch. The walk
- * is topological (children first), so a commit's bits are complete when it comes
- * up and flow on to its parents: one pass answers "which branches contain this
- * port", where a merge-base query per port and branch would re-walk the history.
- */
-class Reach final {
- public:
-  Reach(const std::vector<git_oid>& walked, const std::vector<Branch>& branches)
-      : words_((branches.size() + 63) / 64),
-        bits_(walked.size() * words_, 0),
-        first_bits_(walked.size() * words_, 0) {
-    index_.reserve(walked.size());
-    for (std::size_t i = 0; i < walked.size(); ++i) index_.emplace(walked[i], i);
-    for (std::size_t b = 0; b < branches.size(); ++b) {
-      auto found = index_.find(branches[b].tip);
-      if (found != index_.end()) set(found->second, b);
-    }
-  }
-  /// Passes commit `i`'s branches to its parents; `commit` is walked commit `i`.
-  /// A parent outside the walk is COMMIT's history: reaching COMMIT itself is noted.
-  void flow(std::size_t i, git_commit* commit, const git_oid& target) {
-    for (unsigned p = 0; p < git_commit_parentcount(commit); ++p) {
-      const git_oid* parent = git_commit_parent_id(commit, p);
-      if (git_oid_equal(parent, &target)) merge_into(target_bits_, i);
-      auto found = index_.find(*parent);
-      if (found == index_.end()) continue;
-      for (std::size_t w = 0; w < words_; ++w) {
-        bits_[found->second * words_ + w] |= bits_[i * words_ + w];
-        if (p == 0) first_bits_[found->second * words_ + w] |= first_bits_[i * words_ + w];
-      }
-    }
-  }
-  bool reaches(std::size_t commit, std::size_t branch) const {
-    return (bits_[commit * words_ + branch / 64] >> (branch % 64)) & 1U;
-  }
-  /// Whether the commit is on the branch's first-parent line (`git log
-  /// --first-parent`): committed there, or before the branch forked, not merged in.
-  bool on_first_parent_line(std::size_t commit, std::size_t branch) const {
-    return (first_bits_[commit * words_ + branch / 64] >> (branch % 64)) & 1U;
-  }
-  /// Whether the branch reaches the commit the walk hid (COMMIT) through walked commits.
-  bool reaches_target(std::size_t branch) const {
-    return !target_bits_.empty() && ((target_bits_[branch / 64] >> (branch % 64)) & 1U);
-  }
-
- private:
-  void set(std::size_t commit, std::size_t branch) {
-    bits_[commit * words_ + branch / 64] |= std::uint64_t{1} << (branch % 64);
-    first_bits_[commit * words_ + branch / 64] |= std::uint64_t{1} << (branch % 64);
-  }
-  void merge_into(std::vector<std::uint64_t>& into, std::size_t commit) const {
-    into.resize(words_, 0);
-    for (std::size_t w = 0; w < words_; ++w) into[w] |= bits_[commit * words_ + w];
-  }
-  std::size_t words_;
-  std::vector<std::uint64_t> bits_;
-  std::vector<std::uint64_t> first_bits_;  // reached by first parents only
-  std::vector<std::uint64_t> target_bits_;
-  std::unordered_map<git_oid, std::size_t, OidHash, OidEqual> index_;
-};
-
 }  // namespace
-
-bool version_less(const std::string& a, const std::string& b) {
-  std::size_t i = 0, j = 0;
-  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  while (i < a.size() && j < b.size()) {
-    if (digit(a[i]) && digit(b[j])) {
-      std::size_t i_end = i, j_end = j;
-      while (i_end < a.size() && digit(a[i_end])) ++i_end;
-      while (j_end < b.size() && digit(b[j_end])) ++j_end;
-      // Compare as numbers: without leading zeros, a longer run is larger.
-      std::size_t i_start = i, j_start = j;
-      while (i_start + 1 < i_end && a[i_start] == '0') ++i_start;
-      while (j_start + 1 < j_end && b[j_start] == '0') ++j_start;
-      const std::string_view x(a.data() + i_start, i_end - i_start);
-      const std::string_view y(b.data() + j_start, j_end - j_start);
-      if (x.size() != y.size()) return x.size() < y.size();
-      if (x != y) return x < y;
-      i = i_end;
-      j = j_end;
-      continue;
-    }
-    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
-    ++i;
-    ++j;
-  }
-  if ((a.size() - i) != (b.size() - j)) return a.size() - i < b.size() - j;
-  return a < b;
-}
 
 FindResult find_ports(git_repository* repo, const Options& options) {
   FindResult found;
@@ -273,8 +67,9 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   const DiffPtr diff = show_diff(repo, commit.get());
   const std::set<std::string> paths = paths_of(diff.get());
   const std::vector<std::string> path_list(paths.begin(), paths.end());
-  found.has_patch_id = stable_patch_id(repo, diff.get(), found.patch_id);
-  const SidePatch lines = report_patch(repo, commit.get(), options);
+  ChangedLineSum sum;
+  found.has_patch_id = stable_patch_id(repo, diff.get(), found.patch_id, &sum);
+  std::optional<SidePatch> lines;  // the report's reading, made when a candidate needs it
   const std::string hex = to_hex(found.commit);
 
   const std::vector<Branch> branches = matching_branches(repo, options.branch_globs);
@@ -339,11 +134,17 @@ FindResult find_ports(git_repository* repo, const Options& options) {
       const DiffPtr candidate_diff = show_diff(repo, candidate.get());
       if (paths_of(candidate_diff.get()) == paths) {
         git_oid candidate_id;
-        port.by_patch_id = found.has_patch_id &&
-                           stable_patch_id(repo, candidate_diff.get(), candidate_id) &&
-                           git_oid_equal(&candidate_id, &found.patch_id) != 0;
-        port.by_changed_lines =
-            same_changed_lines(repo, lines, report_patch(repo, candidate.get(), options));
+        ChangedLineSum candidate_sum;
+        const bool has_id =
+            stable_patch_id(repo, candidate_diff.get(), candidate_id, &candidate_sum);
+        port.by_patch_id =
+            found.has_patch_id && has_id && git_oid_equal(&candidate_id, &found.patch_id) != 0;
+        // The -U0 readings only where the sums leave it open (Note [Changed-line sum]).
+        if (sum.may_match(candidate_sum)) {
+          if (!lines) lines = report_patch(repo, commit.get(), options);
+          port.by_changed_lines =
+              same_changed_lines(repo, *lines, report_patch(repo, candidate.get(), options));
+        }
       }
     }
     if (port.evidence() || port.by_subject) ports.emplace_back(port, i);

@@ -76,10 +76,6 @@ struct FindResult final {
 /// branch matches the globs.
 FindResult find_ports(git_repository* repo, const Options& options);
 
-/// Whether `a` sorts before `b` in version order: runs of digits compare as
-/// numbers, so "v2.9.0" comes before "v2.10.0" (as `sort -V` has it).
-bool version_less(const std::string& a, const std::string& b);
-
 /// The port --report compares on `branch`: its newest port with evidence, else —
 /// only with `hints` (--hints) — its newest same-subject hint; none (nullptr) on a
 /// branch that contains COMMIT or has nothing to compare.

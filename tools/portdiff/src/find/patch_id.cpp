@@ -164,7 +164,7 @@ int git_similarity(git_repository* repo, const git_oid& old_blob, const git_oid&
   return static_cast<int>(score * 100LL / static_cast<long long>(max_score));
 }
 
-bool stable_patch_id(git_repository* repo, git_diff* diff, git_oid& id) {
+bool stable_patch_id(git_repository* repo, git_diff* diff, git_oid& id, ChangedLineSum* sum) {
   for (std::size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
     // The diff owns its deltas, which are not const: only the score libgit2
     // prints in the header is replaced by git's.
@@ -178,6 +178,7 @@ bool stable_patch_id(git_repository* repo, git_diff* diff, git_oid& id) {
     git_patch* raw = nullptr;
     check(git_patch_from_diff(&raw, diff, i), "printing a patch");
     PatchPtr file(raw);
+    if (sum != nullptr) sum->add(file.get());
     git_buf text = GIT_BUF_INIT;
     check(git_patch_to_buf(&text, file.get()), "printing a patch");
     const std::string_view printed(text.ptr, text.size);

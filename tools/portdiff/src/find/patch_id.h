@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "find/changed_line_sum.h"
 #include "git_handle.h"
 
 namespace portdiff {
@@ -29,8 +30,10 @@ DiffPtr show_diff(git_repository* repo, git_commit* commit);
 int git_similarity(git_repository* repo, const git_oid& old_blob, const git_oid& new_blob);
 
 /// The stable patch-id of `diff` (from show_diff); false when git prints none
-/// (an empty commit: nothing to hash).
-bool stable_patch_id(git_repository* repo, git_diff* diff, git_oid& id);
+/// (an empty commit: nothing to hash). With `sum`, also adds each file's patch to
+/// it while the patch is at hand (Note [Changed-line sum]).
+bool stable_patch_id(git_repository* repo, git_diff* diff, git_oid& id,
+                     ChangedLineSum* sum = nullptr);
 
 /// `git patch-id --stable` of one patch's text (`git show` without its message).
 bool patch_id_of_text(std::string_view patch, git_oid& id);
