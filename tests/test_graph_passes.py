@@ -11,6 +11,7 @@ import torch
 import graphdispatch
 from graphdispatch.backend import run_graph_passes
 from graphdispatch.patterns import fuse_rms_norm
+from graphdispatch.tiny_pipelines import tiny_sd3_transformer
 
 diffusers = pytest.importorskip("diffusers")
 
@@ -19,20 +20,7 @@ def tiny_sd35():
     """The demo's tiny SD3 transformer with SD3.5's ``qk_norm="rms_norm"``, and one step's
     inputs under classifier-free guidance (a batch of 2)."""
     torch.manual_seed(0)
-    model = diffusers.SD3Transformer2DModel(
-        sample_size=8,
-        patch_size=2,
-        in_channels=4,
-        out_channels=4,
-        num_layers=2,
-        attention_head_dim=8,
-        num_attention_heads=4,
-        joint_attention_dim=32,
-        caption_projection_dim=32,
-        pooled_projection_dim=16,
-        pos_embed_max_size=8,
-        qk_norm="rms_norm",
-    ).eval()
+    model = tiny_sd3_transformer(qk_norm="rms_norm").eval()
     inputs = dict(
         hidden_states=torch.randn(2, 4, 8, 8),
         encoder_hidden_states=torch.randn(2, 6, 32),

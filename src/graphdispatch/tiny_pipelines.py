@@ -148,14 +148,13 @@ def build_sd() -> tuple[Any, str, dict[str, Any]]:
     )
 
 
-def build_sd3() -> tuple[Any, str, dict[str, Any]]:
-    from diffusers import (
-        FlowMatchEulerDiscreteScheduler,
-        SD3Transformer2DModel,
-        StableDiffusion3Pipeline,
-    )
+def tiny_sd3_transformer(**overrides: Any) -> Any:
+    """The demo's tiny ``SD3Transformer2DModel`` (4 latent channels, 2 layers, 4 heads of 8,
+    text features of 32), weights drawn from the global generator; ``overrides`` replace or
+    add config entries (``qk_norm="rms_norm"`` for SD3.5's)."""
+    from diffusers import SD3Transformer2DModel
 
-    transformer = SD3Transformer2DModel(
+    config = dict(
         sample_size=8,
         patch_size=2,
         in_channels=4,
@@ -168,6 +167,16 @@ def build_sd3() -> tuple[Any, str, dict[str, Any]]:
         pooled_projection_dim=16,
         pos_embed_max_size=8,
     )
+    return SD3Transformer2DModel(**{**config, **overrides})
+
+
+def build_sd3() -> tuple[Any, str, dict[str, Any]]:
+    from diffusers import (
+        FlowMatchEulerDiscreteScheduler,
+        StableDiffusion3Pipeline,
+    )
+
+    transformer = tiny_sd3_transformer()
     pipe = StableDiffusion3Pipeline(
         transformer=transformer,
         scheduler=FlowMatchEulerDiscreteScheduler(shift=3.0),
