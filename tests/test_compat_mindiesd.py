@@ -198,14 +198,23 @@ def test_scenario_b_graph_with_compile():
 
 @pytest.fixture
 def stub_inductor(monkeypatch):
-    """Inductor replaced by the FX graph itself: routing is checked here, not Inductor's code."""
+    """Inductor replaced by the FX graph itself: routing is checked here, not Inductor's code.
+    Records each compile: ``False`` for Inductor with its cudagraphs off, ``"cpp_wrapper"`` for
+    the CPU's C++-wrapper compile."""
+    from graphdispatch import cpp_wrapper
+
     calls = []
 
     def compile_fx(gm, example_inputs, cudagraphs):
         calls.append(cudagraphs)
         return gm.forward
 
+    def compile_with_cpp_wrapper(gm, example_inputs):
+        calls.append("cpp_wrapper")
+        return gm.forward, cpp_wrapper.EntryCalls([])
+
     monkeypatch.setattr(backend, "_inductor", compile_fx)
+    monkeypatch.setattr(cpp_wrapper, "compile_with_cpp_wrapper", compile_with_cpp_wrapper)
     return calls
 
 
@@ -217,7 +226,7 @@ def stub_inductor(monkeypatch):
         (False, True, "emulated", "graph_with_compile"),
         (True, True, "emulated", "graph_with_compile"),  # with_compile first (MindIE-SD)
         (True, False, "auto", "graph_only"),  # the CPU graph for CPU inputs
-        (False, True, "auto", "default"),  # Inductor's CPU kernels cannot be recorded: else branch
+        (False, True, "auto", "graph_with_compile"),  # Inductor's C++ wrapper on the CPU
     ],
 )
 def test_seed_routing_rule(stub_inductor, caplog, only, with_compile, device_graph, route):
@@ -230,8 +239,12 @@ def test_seed_routing_rule(stub_inductor, caplog, only, with_compile, device_gra
     stats = graphdispatch.stats()
     assert stats["routes"] == {route: 1}
     assert stats["captures"] == (0 if route == "default" else 1)
-    # Inductor runs on the two routes that compile, with its own cudagraphs off.
-    assert stub_inductor == ([] if route == "graph_only" else [False])
+    # Inductor runs on the two routes that compile, with its own cudagraphs off; on CPU inputs
+    # graph_with_compile compiles with the C++ wrapper.
+    compiles = {"graph_only": [], "graph_with_compile": [False], "default": [False]}[route]
+    if route == "graph_with_compile" and device_graph == "auto":
+        compiles = ["cpp_wrapper"]
+    assert stub_inductor == compiles
     assert any(f"route {route}" in r.getMessage() for r in caplog.records)
 
 

@@ -16,6 +16,7 @@ CANONICAL = [
     "device_graph",
     "eviction",
     "graph_only",
+    "graph_passes",
     "graph_with_compile",
     "lazy_capture",
     "max_entries",
@@ -90,7 +91,11 @@ def test_wrong_type_names_key_and_expected_type(key, value, expected):
     "key, value, expected",
     [
         ("eviction", "lifo", "expected one of fifo, lru"),
-        ("device_graph", "tpu", "expected one of auto, cuda, npu, accelerator, cpu, emulated"),
+        (
+            "device_graph",
+            "tpu",
+            "expected one of auto, cuda, npu, accelerator, cpu, cpp_wrapper, emulated",
+        ),
         ("max_entries", -1, "expected an int in \\[0, 2\\*\\*63 - 1\\]"),
         ("warmup_iters", 2**63, "expected an int in \\[0, 2\\*\\*63 - 1\\]"),  # C38: int64_t in C++
     ],
@@ -145,6 +150,7 @@ def test_nothing_silently_dropped():
         "verify_atol": 1e-4,
         "max_recaptures": 3,
         "max_total_entry_bytes": 1 << 24,
+        "graph_passes": (),
     }
     assert sorted(given) == CANONICAL
     assert graphdispatch.check_options(given) == given
