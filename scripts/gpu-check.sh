@@ -3,7 +3,8 @@
 # extension against that machine's torch, runs the device-marked tests and the demo, and writes
 # logs under $OUT (default ./out), and the pipeline bench beside cudagraph trees. Budget: under
 # 8 minutes. Packages missing there (diffusers, transformers) can travel as wheels in .whl/ (see
-# docs); without them the diffusers tests skip and the demo is not run.
+# docs); without them the diffusers tests skip and the demo is not run. The device tests include
+# a pool emptied and captured into again (test_cuda_graphs.py, case G3).
 #
 # The install goes into a venv that sees the system's packages (--system-site-packages: its
 # torch, scikit-build-core, pybind11), made without pip (--without-pip: no ensurepip needed) and

@@ -203,6 +203,32 @@ def test_new_captures_work_after_reset_eviction_and_deleting_the_model(monkeypat
     assert len(set(begins)) == 1  # one pool, held alive throughout
 
 
+def test_a_pool_without_holder_is_replaced_after_its_last_graph(monkeypatch):
+    # Case G3 where the framework refuses the empty holder graph: capture, release every graph
+    # in the pool, capture again. Into the released id the allocator asserts (pytorch#198794);
+    # the factory takes a new id instead.
+    from graphdispatch import _C
+    from graphdispatch.framework_graphs import FrameworkGraphFactory
+
+    graphs = FrameworkGraphFactory("cuda")
+
+    def refuse(device, handle):
+        raise RuntimeError("empty graphs refused (as on a framework without them)")
+
+    monkeypatch.setattr(graphs, "_hold", refuse)
+    runner = _C.GraphRunner(
+        lambda x: (x * 2 + 1,), [False], _C.PyGraphFactory(graphs), max_entries=1
+    )
+    for n in (8, 16, 24):  # each signature evicts the previous entry, the pool's only graph
+        x = torch.randn(n, device="cuda")
+        torch.testing.assert_close(runner(x)[0], x * 2 + 1)
+    runner.clear()
+    torch.cuda.synchronize()
+    x = torch.randn(32, device="cuda")
+    torch.testing.assert_close(runner(x)[0], x * 2 + 1)
+    assert graphdispatch.stats()["fallbacks"] == {} and graphdispatch.stats()["captures"] == 4
+
+
 def test_one_entry_from_two_threads_on_two_streams_matches_eager():
     # Case G4: the entry's buffers are shared; only device-side ordering keeps the calls apart.
     import threading

@@ -183,6 +183,7 @@ class FakeCudaGraph:
         self.graphs.capturing = None
         if self.holder and self.graphs.refuse_empty:
             self.allocator.routing.remove(self.pool_id)
+            self.allocator.use_count[self.pool_id] -= 1  # the refused graph's use, given back
             raise RuntimeError("capture of an empty graph refused")
         if self.invalid or (self.graphs.fail_end and not self.holder):
             if self.allocator.ends_routing_on_failure:
@@ -220,9 +221,9 @@ class FakeCudaGraphs(FrameworkGraphFactory):
     def _new_graph(self, device, pool):
         return FakeCudaGraph(self), {"pool": pool, "capture_error_mode": "thread_local"}
 
-    def _new_pool_handle(self):
+    def _hold(self, device, handle):
         self.next_is_holder = True
-        return super()._new_pool_handle()
+        return super()._hold(device, handle)
 
     def _module(self):
         return self.allocator
@@ -393,4 +394,41 @@ def test_a_framework_refusing_empty_graphs_still_captures(caplog):
             x = torch.randn(n)
             assert torch.equal(runner(x)[0], x + 2)
     assert "an empty graph cannot hold the pool" in caplog.text
-    assert entry_pools(graphs) == [(0, 1), (0, 1)] and graphdispatch.stats()["captures"] == 2
+    # Not the refused holder's pool: its use came and went, so a capture into it would assert.
+    assert entry_pools(graphs) == [(0, 2), (0, 2)] and graphdispatch.stats()["captures"] == 2
+
+
+def test_a_pool_without_holder_is_replaced_after_its_last_graph():
+    # Capture, release every graph in the pool, capture again: the allocator asserts on the
+    # released id (pytorch#198794), so the factory takes a new one.
+    graphs = FakeCudaGraphs()
+    graphs.refuse_empty = True
+    runner = _C.GraphRunner(
+        lambda x: (x * 3,), [False], _C.PyGraphFactory(graphs), max_entries=1, warmup_iters=0
+    )
+    for n in (3, 4):  # the second signature evicts the first entry, then both share the pool
+        x = torch.randn(n)
+        assert torch.equal(runner(x)[0], x * 3)
+    runner.clear()  # the pool's last graph released
+    x = torch.randn(5)
+    assert torch.equal(runner(x)[0], x * 3)
+    assert graphdispatch.stats()["fallbacks"] == {} and graphdispatch.stats()["captures"] == 3
+    assert entry_pools(graphs) == [(0, 2), (0, 2), (0, 3)]  # no second holder tried
+    assert graphs.allocator.use_count == {(0, 1): 0, (0, 2): 0, (0, 3): 1}
+
+
+def test_npu_warns_once_before_its_stream_budget(caplog, monkeypatch):
+    from graphdispatch import framework_graphs
+
+    monkeypatch.setattr(framework_graphs, "NPU_GRAPHS_WARNING", 3)
+    graphs = FakeCudaGraphs(kind="npu")
+    runner = _C.GraphRunner(lambda x: (x + 4,), [False], _C.PyGraphFactory(graphs), max_entries=8)
+    with caplog.at_level(logging.WARNING, logger="graphdispatch"):
+        for n in (1, 2, 3, 4, 5):
+            x = torch.randn(n)
+            assert torch.equal(runner(x)[0], x + 4)
+    warned = [r.getMessage() for r in caplog.records if "device streams" in r.getMessage()]
+    assert warned == [
+        "graphdispatch: 3 NPU graphs are live on cpu; torch_npu runs out of device streams at "
+        "about 1,900: lower max_entries or max_total_entry_bytes"
+    ]

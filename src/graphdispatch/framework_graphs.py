@@ -8,13 +8,20 @@ device headers and one build serves every device.
 
 Pools: one graph pool per device and kind, shared by every entry and held alive by the factory
 for the process (an empty graph captured into it, as cudagraph trees keep theirs), so no
-reset, eviction or deleted model leaves the next capture pointing at a released pool. A failed
-capture retires the pool: the next capture gets a new one, whatever the torch version left
-routed to the old one. Every capture runs under the capture hold-off (capture_hold_off.py).
+reset, eviction or deleted model leaves the next capture pointing at a released pool. Where the
+framework refuses the empty graph, the pool lives as long as its graphs, and the capture after
+its last graph's release gets a new pool. A failed capture retires the pool: the next capture
+gets a new one, whatever the torch version left routed to the old one. Every capture runs
+under the capture hold-off (capture_hold_off.py).
+
+NPU: every captured NPUGraph holds device streams, and torch_npu runs out of them at about
+1,900 graphs per device; the factory warns once when a device's live graphs reach
+``NPU_GRAPHS_WARNING``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import warnings
@@ -28,6 +35,10 @@ from ._once import at_fork_in_child
 from .capture_hold_off import HOLD_OFF
 
 log = logging.getLogger("graphdispatch")
+
+# Live NPU graphs per device at which the factory warns: torch_npu's device streams run out at
+# about 1,900 graphs.
+NPU_GRAPHS_WARNING = 1800
 
 
 def npu_module() -> Any:
@@ -122,6 +133,16 @@ class FrameworkGraph:
         self._graph.reset()
 
 
+@dataclasses.dataclass(eq=False)
+class _Pool:
+    """One device's graph pool: its id, the empty graph holding it alive (None where the
+    framework refused one) and how many live graphs were captured into it."""
+
+    id: Any
+    holder: Any
+    graphs: int = 0
+
+
 class FrameworkGraphFactory:
     """The factory the C++ ``PyGraphFactory`` calls: makes adapters, one live pool per device.
 
@@ -135,16 +156,21 @@ class FrameworkGraphFactory:
 
     def __init__(self, kind: str):
         self.name = kind
-        self._pools: dict[str, tuple[Any, Any]] = {}  # device -> (pool id, the graph holding it)
+        self._pools: dict[str, _Pool] = {}
+        self._live: dict[str, int] = {}  # device -> live graphs (pool holders not counted)
+        self._warned: set[str] = set()  # devices told of NPU_GRAPHS_WARNING
+        self._refuses_empty: set[str] = set()  # devices whose framework refused a pool holder
         self._indices: dict[str, int] = {}
-        self._lock = threading.Lock()
+        # Reentrant: a graph's release (``_released``) may run wherever its last reference drops.
+        self._lock = threading.RLock()
         _ALL_FACTORIES.add(self)
 
     def reset_after_fork(self) -> None:
         # Runners keep their factory across fork: give it a new lock (a parent thread may
         # hold the old one) and no pools (they belong to the parent's device context).
-        self._lock = threading.Lock()
-        self._pools = {}
+        self._lock = threading.RLock()
+        self._pools, self._live = {}, {}
+        self._warned, self._refuses_empty = set(), set()
 
     def _module(self) -> Any:
         return torch.cuda if self.name == "cuda" else npu_module() if self.name == "npu" else None
@@ -181,46 +207,68 @@ class FrameworkGraphFactory:
         handle = getattr(self._module(), "graph_pool_handle", None)
         return handle() if handle else None
 
-    def _pool(self, device: str) -> Any:
-        """The device's pool id, made with the graph that holds it on first use (case G3).
+    def _hold(self, device: str, handle: Any) -> Any:
+        """An empty graph captured into ``handle``'s pool on ``device`` (raises where the
+        framework refuses empty graphs)."""
+        holder, kwargs = self._new_graph(device, handle)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "The CUDA Graph is empty"
+            holder.capture_begin(**kwargs)
+            holder.capture_end()
+        return holder
+
+    def _pool(self, device: str) -> _Pool:
+        """The device's pool, made with the graph that holds it on first use (case G3).
 
         A pool id alone keeps nothing alive: the allocators release a pool with its last
         graph, and a later capture into the released id fails the ``use_count > 0`` assert
         (c10/cuda/CUDACachingAllocator.cpp and ATen/core/CachingHostAllocator.h,
-        ``create_or_incref``; pytorch#198794). As cudagraph trees do ("Keeps Memory Pool
-        Alive", torch/_inductor/cudagraph_trees.py), an empty graph captured into the pool
-        holds a use of it in both allocators for as long as the factory uses the pool.
-        Called by ``create``, with the runtime's capture stream current and the device's
-        capture lock (``capture_lock.h``) held.
+        ``create_or_incref``; pytorch#198794). As cudagraph trees do ("Keeps
+        Memory Pool Alive", torch/_inductor/cudagraph_trees.py), an empty graph captured into
+        the pool holds a use of it in both allocators for as long as the factory uses the pool.
+        Where the framework refuses the empty graph, the pool is the graphs' own: ``_released``
+        drops it with its last graph, and the next capture takes a new id. Called by
+        ``create``, with the runtime's capture stream current and the device's capture lock
+        (``capture_lock.h``) held.
         """
         with self._lock:
-            held = self._pools.get(device)
-        if held is None:
+            pool = self._pools.get(device)
+        if pool is None and device in self._refuses_empty:
+            pool = _Pool(self._new_pool_handle(), None)
+        elif pool is None:
             handle = self._new_pool_handle()
-            holder, kwargs = self._new_graph(device, handle)
             HOLD_OFF.enter(self._spellings())
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # "The CUDA Graph is empty"
-                    holder.capture_begin(**kwargs)
-                    holder.capture_end()
-                held = (holder.pool(), holder)
+                holder = self._hold(device, handle)
+                pool = _Pool(holder.pool(), holder)
             except Exception as error:
                 # CUDA captures empty graphs (cudagraph trees rely on it); a framework that
-                # refuses one still gets captures, into a pool its graphs alone keep alive.
+                # refuses one still gets captures, into a pool its graphs alone keep alive:
+                # a new id, as the refused capture may have taken and released the first.
+                # The message, not the error, is logged: its traceback would hold this
+                # frame's caller, and with it the graph whose release drops the pool.
                 log.warning(
                     "graphdispatch: %s graphs on %s: an empty graph cannot hold the "
                     "pool (%s); the pool then lives only as long as its graphs",
                     self.name,
                     device,
-                    error,
+                    str(error),
                 )
-                held = (handle, None)
+                self._refuses_empty.add(device)
+                pool = _Pool(self._new_pool_handle(), None)
             finally:
                 HOLD_OFF.exit()
             with self._lock:
-                held = self._pools.setdefault(device, held)
-        return held[0]
+                pool = self._pools.setdefault(device, pool)
+        return pool
+
+    def _released(self, device: str, pool: _Pool) -> None:
+        """One graph captured into ``pool`` on ``device`` is gone (reset and dropped)."""
+        with self._lock:
+            self._live[device] -= 1
+            pool.graphs -= 1
+            if pool.graphs == 0 and pool.holder is None and self._pools.get(device) is pool:
+                del self._pools[device]  # the allocators released it with this graph
 
     def _retire_pool(self, device: str) -> None:
         """After a failed capture: the next capture on ``device`` gets a new pool.
@@ -232,9 +280,9 @@ class FrameworkGraphFactory:
         end that routing, and they are not called: the pool is left to the graphs that hold it.
         """
         with self._lock:
-            held = self._pools.pop(device, None)
-        if held is not None and held[1] is not None:
-            held[1].reset()  # its use of the pool; the pool goes with the last graph in it
+            pool = self._pools.pop(device, None)
+        if pool is not None and pool.holder is not None:
+            pool.holder.reset()  # its use of the pool; the pool goes with the last graph in it
         if self.name == "cuda" and torch.__version__ < "2.12":
             warnings.warn(
                 f"graphdispatch: a CUDA graph capture failed on {device}. torch "
@@ -246,14 +294,30 @@ class FrameworkGraphFactory:
             )
 
     def create(self, device: str) -> FrameworkGraph:
-        graph, kwargs = self._new_graph(device, self._pool(device))
-        return FrameworkGraph(
+        pool = self._pool(device)
+        graph, kwargs = self._new_graph(device, pool.id)
+        adapter = FrameworkGraph(
             graph,
             kwargs,
             self._spellings(),
             lambda: self._retire_pool(device),
             self._reserved_bytes(device),
         )
+        with self._lock:
+            pool.graphs += 1
+            live = self._live[device] = self._live.get(device, 0) + 1
+        # The runtime drops the adapter, and with it the graph, on eviction, clear or a
+        # failed capture.
+        weakref.finalize(adapter, self._released, device, pool)
+        if self.name == "npu" and live >= NPU_GRAPHS_WARNING and device not in self._warned:
+            self._warned.add(device)
+            log.warning(
+                "graphdispatch: %d NPU graphs are live on %s; torch_npu runs out of device "
+                "streams at about 1,900: lower max_entries or max_total_entry_bytes",
+                live,
+                device,
+            )
+        return adapter
 
     def _reserved_bytes(self, device: str) -> Callable[[], int] | None:
         """The device's reserved allocator bytes, as a function; None if it has no query."""
