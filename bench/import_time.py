@@ -1,4 +1,4 @@
-"""Import-time cost of graphdispatch over ``import torch`` alone (design 2.9).
+"""Import-time cost of graphdispatch over ``import torch`` alone (Note [Lazy loading]).
 
     .venv/bin/python bench/import_time.py [--runs 15] [--no-write]
 

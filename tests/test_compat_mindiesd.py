@@ -1,6 +1,7 @@
-"""graphdispatch.compat.mindiesd (design 6.1): MindIE-SD's scenarios A and B run with only the
-import line changed, with eager PyTorch as the oracle; its switches are graphdispatch.config's
-options; importing it loads no compile stack; docs/migrating.md's examples run."""
+"""graphdispatch.compat.mindiesd (docs/design.md, "The anchor"): MindIE-SD's scenarios A and B run
+with only the import line changed, with eager PyTorch as the oracle; its switches are
+graphdispatch.config's options; importing it loads no compile stack; docs/migrating.md's examples
+run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""graphdispatch.config as a module (design 2.1, case C38): attribute writes are
+"""graphdispatch.config as a module (Note [Options], case C38): attribute writes are
 checked as options are, typos raise, MindIE-SD's aclgraph_* names are attributes too, integers
 fit the C++ runtime's int64_t, and the environment is parsed strictly."""
 

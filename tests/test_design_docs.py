@@ -1,16 +1,18 @@
-"""The design and the field cases resolve inside the repository.
+"""The design map and the field cases resolve inside the repository.
 
-- Every "design N.N" reference (also "design §3", "design 2.8, 2.9", "docs/design.md 2.11") in
-  the sources, tests, docs and tools names a numbered section of docs/design.md.
+- Code and docs cite Notes, or docs/design.md's sections by name (``docs/design.md, "The
+  anchor"``), never by number: every quoted section names a heading there.
 - Every field case cited as "case C21", "cases C29, C33", "cases G1–G8" ..., and every id that
   tests/cases/README.md mentions, has a row in that file's table; the table has one row per id,
   numbered without gaps, and the tests it lists exist.
+- Every Note cited is defined once, where the citation says.
 - The supported torch versions are stated once, by pyproject.toml's dependency pin; README.md and
   docs/usage.md quote that pin exactly.
 - No file cites a document outside the repository: no tracker "issue" numbers, no numbered
   source documents ("seed" plus a number or a behaviour label) and no paths into a sibling
-  "shared" folder; what such a reference meant is in docs/design.md (section 6 for the systems
-  the design started from).
+  "shared" folder; what such a reference meant is in docs/design.md ("Where the design came
+  from").
+- README.md and the design map's layout show every source folder.
 
 Reads text only: no compile, no extension.
 """
@@ -49,13 +51,13 @@ TEXT_SUFFIXES = {
 }
 SKIPPED_PARTS = {"build", ".venv", "__pycache__", ".git", "node_modules", ".whl"}
 
-NUMBER = r"§?\d+(?:\.\d+)*"
-# "design 2.1", "design §3", "design 2.8, 2.9", "design 2.8 and 2.9", "docs/design.md 2.11".
-DESIGN_REF = re.compile(
-    rf"(?<![\w/-])(?:docs/design\.md|design)(?:,?\s+section)?\s+({NUMBER}(?:\s*(?:,|and|/)\s*{NUMBER})*)",
-    re.IGNORECASE,
+# "design 2.1", "design §3", "docs/design.md 2.11": a numbered reference, no longer used.
+DESIGN_NUMBER = re.compile(
+    r"(?<![\w/-])(?:docs/design\.md|design)(?:,?\s+section)?\s+§?\d+(?:\.\d+)*\b", re.IGNORECASE
 )
-HEADING = re.compile(r"^#{1,6}\s+(\d+(?:\.\d+)*)\s", re.MULTILINE)
+# 'docs/design.md, "The anchor"', '[design.md](design.md), "The anchor"'.
+DESIGN_NAME = re.compile(r'design\.md\)?,\s+"([^"]+)"')
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.MULTILINE)
 
 CASE_ID = r"[CGP]\d{1,2}"
 # "case C21", "cases C29, C33", "cases C21–C25", "case C27/C28", "cases G1–G8".
@@ -97,8 +99,8 @@ def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def design_sections() -> set[str]:
-    return set(HEADING.findall(read(DESIGN)))
+def design_headings() -> list[str]:
+    return HEADING.findall(read(DESIGN))
 
 
 def ids_in(text: str) -> set[str]:
@@ -115,39 +117,25 @@ def table_rows() -> list[tuple[str, str]]:
     return TABLE_ROW.findall(read(CASES))
 
 
-def test_design_has_its_sections():
-    sections = design_sections()
-    # The numbers the rest of the repository cites: keep them when the document changes.
-    expected = {
-        "1",
-        "2",
-        "3",
-        "4",
-        "5",
-        "6",
-        "6.1",
-        "6.2",
-        *(f"2.{n}" for n in range(1, 12)),
-        *(f"2.4.{n}" for n in range(1, 7)),
-    }
-    assert expected <= sections, f"docs/design.md misses sections {sorted(expected - sections)}"
-
-
-def test_every_design_reference_names_a_section():
-    sections = design_sections()
-    found, missing = 0, []
+def test_design_is_cited_by_section_name_not_number():
+    headings = design_headings()
+    numbered, unknown, named = [], [], 0
     for path in scanned_files():
+        if path == Path(__file__).resolve():
+            continue  # this file's own examples
         text = read(path)
-        for match in DESIGN_REF.finditer(text):
-            for number in re.findall(r"\d+(?:\.\d+)*", match.group(1)):
-                found += 1
-                if number not in sections:
-                    missing.append(
-                        f"{path.relative_to(ROOT)}:{line_of(text, match.start())}: "
-                        f"{match.group(0)!r} -> {number}"
-                    )
-    assert found > 0, "no design reference found: the pattern no longer matches the repository"
-    assert not missing, "references to sections docs/design.md lacks:\n" + "\n".join(missing)
+        rel = path.relative_to(ROOT)
+        numbered += [
+            f"{rel}:{line_of(text, m.start())}: {m.group(0)!r}"
+            for m in DESIGN_NUMBER.finditer(text)
+        ]
+        for m in DESIGN_NAME.finditer(text):
+            named += 1
+            if not any(h.startswith(m.group(1)) for h in headings):
+                unknown.append(f"{rel}:{line_of(text, m.start())}: {m.group(1)!r}")
+    assert named > 0, "no design section cited by name: the pattern no longer matches"
+    assert not numbered, "cite a Note or the section's name:\n" + "\n".join(numbered)
+    assert not unknown, "docs/design.md has no such section:\n" + "\n".join(unknown)
 
 
 def test_no_reference_to_documents_outside_the_repository():
@@ -226,43 +214,32 @@ def test_listed_tests_exist(cid, cells):
             )
 
 
-def test_design_layout_names_every_source_file():
-    # A file stem in backticks in the layout section names it: `entry` for entry.h/.cpp,
-    # `compat/mindiesd` for a subpackage's module, `verify.py` where the folder lists file names.
-    layout = read(ROOT / "docs" / "design.md").split("\n## 7 Layout", 1)[1].split("\n## ", 1)[0]
-    named = set(re.findall(r"`([^`]+)`", layout))
-    missing = []
-    for folder, pattern in (
-        ("csrc/runtime", "**/*.[hc]*"),
-        ("csrc/bindings", "*.[hc]*"),
-        ("src/graphdispatch", "**/*.py*"),
-        ("bench", "*.*"),
-        ("scripts", "*.*"),
-    ):
-        for path in sorted((ROOT / folder).glob(pattern)):
-            rel = path.relative_to(ROOT / folder)
-            stem = rel.with_suffix("").as_posix()
-            if rel.name == "__init__.py" or "__pycache__" in rel.parts:
-                continue
-            if not {stem, rel.as_posix(), rel.name, path.stem} & named:
-                missing.append(f"{folder}/{rel.as_posix()}")
-    assert not missing, "docs/design.md's layout table does not name:\n" + "\n".join(missing)
+SOURCE_FOLDERS = {"csrc/runtime", "csrc/bindings", "csrc/tests", "src/graphdispatch", "tests",
+                  "tools/portdiff", "bench", "scripts", "docs"}  # fmt: skip
+
+
+def test_design_layout_shows_every_source_folder():
+    layout = read(DESIGN).split("\n## Layout", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([^`]+)/`", layout))
+    assert SOURCE_FOLDERS <= named, (
+        f"docs/design.md's Layout misses {sorted(SOURCE_FOLDERS - named)}"
+    )
 
 
 def test_readme_fits_two_screens_and_shows_every_folder():
     readme = read(ROOT / "README.md")
     assert len(readme.splitlines()) <= 100, "README.md is over 100 lines"
     layout = readme.split("\n## Layout", 1)[1]
-    folders = {"csrc/runtime", "csrc/bindings", "csrc/tests", "src/graphdispatch", "tests",
-               "tools/portdiff", "bench", "scripts", "docs"}  # fmt: skip
-    missing = sorted(f for f in folders if f"{f}/" not in layout)
+    missing = sorted(f for f in SOURCE_FOLDERS if f"{f}/" not in layout)
     assert not missing, f"README.md's Layout does not show {missing}"
-    assert all((ROOT / f).is_dir() for f in folders)
+    assert all((ROOT / f).is_dir() for f in SOURCE_FOLDERS)
 
 
 # A Note is defined where a comment line holds its name alone ("// Note [Aliasing]",
-# " * Note [X]"); everywhere else its name is a reference to that place.
+# " * Note [X]"; in Python, a docstring line too); everywhere else its name is a reference to
+# that place.
 NOTE_DEFINITION = re.compile(r"^[ \t]*(?://+|#|\*)[ \t]*Note \[([^\]]+)\][ \t]*$", re.M)
+PY_NOTE_DEFINITION = re.compile(r"^[ \t]*(?:#[ \t]*)?Note \[([^\]]+)\][ \t]*$", re.M)
 NOTE_REFERENCE = re.compile(
     r"Note \[([^\]]+)\](?:[ \t]+in(?:\s|//+|\*|#)+`?([\w./-]+\.(?:h|cpp|py|md))`?)?"
 )
@@ -282,7 +259,8 @@ def test_every_note_cited_is_defined_once_where_it_is_said_to_be():
         text = read(path)
         rel = path.relative_to(ROOT).as_posix()
         starts = set()
-        for match in NOTE_DEFINITION.finditer(text):
+        pattern = PY_NOTE_DEFINITION if path.suffix == ".py" else NOTE_DEFINITION
+        for match in pattern.finditer(text):
             defined.setdefault(match.group(1), []).append(rel)
             starts.add(match.start(1))
         references += [

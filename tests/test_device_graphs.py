@@ -1,8 +1,8 @@
-"""Framework device graphs without a device: the C++ runner drives a Python adapter through
-the same protocol it uses for torch.cuda.CUDAGraph, and the capture hold-off (gc, empty_cache)
-is scoped and restored on every exit path (design 2.4). A fake framework with the allocator
-state a CUDA capture touches (pool use counts, routing) checks which pool each capture gets
-and what every failure leaves (cases G2, G3, G6, G8)."""
+"""Framework device graphs without a device: the C++ runner drives a Python adapter through the same
+protocol it uses for torch.cuda.CUDAGraph, and the capture hold-off (gc, empty_cache) is scoped and
+restored on every exit path (Note [Capture], Note [Device pools]). A fake framework with the
+allocator state a CUDA capture touches (pool use counts, routing) checks which pool each capture
+gets and what every failure leaves (cases G2, G3, G6, G8)."""
 
 import gc
 import logging

@@ -1,5 +1,5 @@
-"""graphdispatch.explain (design 2.10): graphs and breaks from Dynamo, per graph the route, inputs,
-entries and every fallback with its reason, input position and advice; the example in
+"""graphdispatch.explain (docs/diagnosing.md): graphs and breaks from Dynamo, per graph the route,
+inputs, entries and every fallback with its reason, input position and advice; the example in
 docs/diagnosing.md is this code's real output (regenerate it with UPDATE_DIAGNOSING_DOC=1)."""
 
 from __future__ import annotations

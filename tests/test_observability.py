@@ -1,5 +1,6 @@
-"""Seeing and trusting what the backend does (design 2.10): profiler ranges, replay verification,
-the memory budget and warm-up. Oracles: a torch.profiler trace, eager values, counted stats."""
+"""Seeing and trusting what the backend does (docs/usage.md, "Seeing what it does"): profiler
+ranges, replay verification, the memory budget and warm-up. Oracles: a torch.profiler trace, eager
+values, counted stats."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Routing matrix (design 2.1): both flags × device-graph availability, seen through
+"""Routing matrix (Note [Routes]): both flags × device-graph availability, seen through
 choose_route and through a real torch.compile, with the route counted in stats()."""
 
 import logging

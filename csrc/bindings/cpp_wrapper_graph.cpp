@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kEntrySymbol = "_Z19inductor_entry_implPP16AtenTensorOpaqueS1_";
 
 // `t` over the same storage bytes, offset, sizes and strides, owning nothing: the graph must not
-// keep a model's weights alive (design 2.7); the runner drops the entry once they go.
+// keep a model's weights alive (Note [Static inputs]); the runner drops the entry once they go.
 at::Tensor non_owning(const at::Tensor& t) {
   const auto& storage = t.storage();
   c10::Storage view(c10::Storage::use_byte_size_t(), storage.nbytes(),

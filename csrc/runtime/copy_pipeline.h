@@ -31,7 +31,7 @@ namespace graphdispatch {
 using StreamMaker = std::function<std::optional<c10::StreamId>(c10::Device)>;
 
 /// The per-device streams and events of the runtime, created once per device, never per call
-/// or per entry (design 2.5).
+/// or per entry (Note [Replay] in graph_runner.h).
 ///
 /// Owns a copy stream, a warmup stream, a capture stream and the two events that order every
 /// input copy against the caller's current stream. `copy` is

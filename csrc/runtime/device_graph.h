@@ -61,14 +61,14 @@ class DeviceGraphFactory {
   virtual ~DeviceGraphFactory() = default;
   virtual std::unique_ptr<DeviceGraph> create(c10::Device device) = 0;
   /// True when the current stream of `device` is recording someone else's graph: the runner
-  /// then runs the callable directly so its kernels land in that graph (design 2.4.6).
+  /// then runs the callable directly so its kernels land in that graph (Note [Capture] in entry.h).
   virtual bool is_capturing(c10::Device device) = 0;
   virtual std::string name() const = 0;
 };
 
 /// True on a thread between an emulated graph's capture_begin and its capture_end/abort: the
-/// emulated "current stream is capturing", so the rules that depend on it (design 2.4.6, a
-/// failed capture never leaves the stream capturing) are testable on the CPU.
+/// emulated "current stream is capturing", so the rules that depend on it (Note [Capture] in
+/// entry.h, a failed capture never leaves the stream capturing) are testable on the CPU.
 inline bool& emulated_capturing() {
   static thread_local bool capturing = false;
   return capturing;
@@ -77,7 +77,7 @@ inline bool& emulated_capturing() {
 /// The stand-in that records nothing: same static-buffer semantics, and replay re-runs the work
 /// into the static outputs. It serves work the CPU graph cannot record (Inductor's compiled
 /// kernels, which are not dispatcher ops) and tests of the runtime's rules apart from any
-/// recording. Never chosen automatically (design 2.1).
+/// recording. Never chosen automatically (Note [Routes] in backend.py).
 class EmulatedGraph final : public DeviceGraph {
  public:
   void capture_begin(std::function<void()> rerun) override {

@@ -43,6 +43,29 @@ namespace graphdispatch {
 // which inference mode turns off). Kernels do not depend on the mode, so the cache key leaves it
 // out and one entry serves calls in and out of inference mode (case C25).
 
+// Note [Capture]
+// Entry::capture runs, in order, with the device's capture lock held (two captures at once
+// would record each other's kernels) and the thread marked as capturing (CaptureScope):
+// 1. Buffers: one per dynamic input, with the input's sizes and strides (zero strides kept),
+//    filled from the caller's tensor; constants of the key are kept as values.
+// 2. Warmup: warmup_iters eager runs on the buffers on the device's warmup stream, never the
+//    capture stream (Note [Workspaces]; cases G1, G5).
+// 3. Recording: one run on the capture stream into the device's graph pool (framework graphs:
+//    framework_graphs.py, cases G2, G3, G6), garbage collection and every public empty_cache
+//    held off meanwhile (capture_hold_off.py). Static inputs the graph writes are saved first
+//    and put back after, so the call's own replay writes them once (Note [Static inputs that
+//    are written]).
+// Whatever throws between capture_begin and capture_end is aborted (the stream no longer
+// captures), written static inputs and the RNG state are put back, and the runner caches a
+// negative entry (capture_failed): that call and later ones with the key run the callable on
+// the caller's tensors, counted, warned once, never retried per call. Interrupts propagate and
+// leave nothing cached (Interrupt in runner_options.h; case C32). Warmup and capture run on the
+// buffers, so a write to a dynamic input reaches the caller only by the copy-back after a
+// replay: once per call, as in eager (case C5). A call arriving while a capture is under way on
+// its stream or thread neither captures nor replays: it runs the callable, so its kernels land
+// in the enclosing graph (DeviceGraphFactory::is_capturing; the emulated and CPU graphs emulate
+// it, so the rule is tested on the CPU).
+
 /// One captured signature: input buffers, a device graph, static outputs — or, for a
 /// negative entry, only the reason capture was refused or failed. Ties together what capture
 /// decides: the output plan (output_plan.h), the aliasing checks (aliasing_plan.h); admission

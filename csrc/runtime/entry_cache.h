@@ -14,6 +14,16 @@
 
 namespace graphdispatch {
 
+// Note [Eviction]
+// A runner's entries are bounded by count (max_entries) and by the bytes they hold
+// (max_entry_bytes: input buffers plus what the capture added to the graph pool; on the CPU
+// graph its arena and constants, the shared workspace counted once), the process's by
+// max_total_entry_bytes (Note [Process byte budget]). The victim is the oldest inserted (FIFO,
+// as MindIE-SD evicts) or the least recently used. The entry just captured and negative entries
+// are never evicted for bytes. Evicting resets the graph and frees the buffers once no replay
+// holds them; survivors stay correct. One log line says when eviction starts: it usually means
+// dynamic shapes defeat the cache (case C10).
+
 /// Which entry a full cache gives up: the oldest inserted ("fifo", as MindIE-SD does) or the
 /// least recently used ("lru").
 enum class Eviction { kFifo, kLru };

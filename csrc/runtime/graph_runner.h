@@ -43,6 +43,18 @@ namespace graphdispatch {
 // A state tensor reassigned every call never qualifies: each call's new tensor is allocated
 // while the previous one is alive, so two calls in a row never share its address.
 
+// Note [Replay]
+// A call: signature (Note [Cache key]) → lookup (a hit takes a shared lock; a miss captures
+// under the runner's insert mutex, so concurrent first calls with one key capture once, case
+// C14) → a negative entry falls back → the static-overlap check (Note [Aliasing]) → optional
+// verification (Note [Verified replays]) → Entry::replay: each dynamic input checked against
+// its buffer, those whose data pointer differs copied in one batched _foreach_copy_, the
+// graph replayed, written inputs copied back, outputs handed out (Note [Outputs]). Replays of
+// one entry are serialised by its mutex (they share buffers) and ordered on the device by its
+// done event (CallOrder, case G4); an evicted entry's buffers are freed only after that event.
+// With copy_stream the copies run on the device's copy stream between two events, and the host
+// never synchronises; streams and events are made once per device (Note [Workspaces]).
+
 /// Calls in a row with the same static addresses after which a layout that fell back for
 /// static_inputs_moving captures again (Note [Moving static inputs]).
 inline constexpr std::int64_t kStableCalls = 3;

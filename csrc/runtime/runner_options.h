@@ -41,7 +41,7 @@ using WatchSink = std::function<void(const std::vector<at::Tensor>&)>;
 /// them to the `graphdispatch` Python logger.
 using LogSink = std::function<void(const std::string&)>;
 
-/// The per-runner settings of design 2.1 that the runtime acts on. Value type.
+/// The per-runner settings (Note [Options] in config.py) that the runtime acts on. Value type.
 ///
 /// The fields that are user options (set by name through runner_option_table.h) take their
 /// defaults from src/graphdispatch/config.py, the one definition of every option;

@@ -26,7 +26,7 @@ class EmulatedGraphFactory(DeviceGraphFactory):
     def __init__(self) -> None: ...
 
 class CpuGraphFactory(DeviceGraphFactory):
-    """The CPU graph: the op sequence recorded at capture, replayed from C++ (design 2.11)."""
+    """The CPU graph: the op sequence recorded at capture, replayed from C++ (Note [CPU graph])."""
 
     def __init__(self) -> None: ...
 

@@ -5,7 +5,8 @@ graph once and replays it with one launch per call.
     torch.compile(model, backend=graphdispatch.Backend(graph_only=True, max_entries=8))
 
 Importing this package loads neither torch._dynamo, torch._inductor nor sympy, and initializes
-no device (design 2.9): the backend and the C++ extension load on first use.
+no device (Note [Lazy loading] in _registration.py): the backend and the C++ extension load on
+first use.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Run-once setup steps and the state a forked child must recreate.
 
 A route's setup is an ordered ``Setup`` of named ``RunOnce`` steps (the lazy-setup
-discipline of the torch_npu port, design 2.9, 6.2):
+discipline of the torch_npu port, Note [Lazy loading] in _registration.py):
 
 - a step runs on first use, under a ``threading.Condition``: concurrent first users wait for
   the one running it, and the step runs once;

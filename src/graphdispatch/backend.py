@@ -2,14 +2,25 @@
 
 What it is. For every FX graph Dynamo hands us, a ``GraphRunner`` (C++) captures the graph's
 kernel sequence into a device graph once per input signature and replays it with one launch
-per call. Three routes (the rule of MindIE-SD's ACLGraph backend, design 2.1, 6.1):
+per call.
 
-- ``graph_with_compile``: Inductor compiles the graph (its own cudagraphs off), then we
-  capture the compiled function — fusion and launch savings add up;
-- ``graph_only``: we capture the FX graph as is;
-- ``default``: aot_autograd + Inductor, no capture — taken when neither flag is set or when no
-  device graph exists for the inputs' device. The route and its reason are logged (logger
-  ``graphdispatch``) and counted in ``stats()["routes"]``; no fallback is silent.
+Note [Routes]
+Three routes, by the rule of MindIE-SD's ACLGraph backend (docs/design.md, "The anchor"):
+
+- ``graph_with_compile`` set and a device graph for the inputs' device: Inductor compiles the
+  graph (its own cudagraphs off), then we capture the compiled function — fusion and launch
+  savings add up. It wins when both flags are set; ``mode="reduce-overhead"`` sets it;
+- otherwise ``graph_only`` set and a device graph: we capture the FX graph as is;
+- otherwise ``default``: aot_autograd + Inductor, no capture. The route and its reason are
+  logged (logger ``graphdispatch``, INFO) and counted in ``stats()["routes"]``; no fallback is
+  silent.
+
+The graph kind comes from ``device_graph`` (device_graphs.py): ``auto`` tries CUDA, then NPU,
+then a constructible ``torch.accelerator.Graph``; for CPU inputs the CPU graph (Note [CPU
+graph]) on ``graph_only`` and the ``cpp_wrapper`` graph on ``graph_with_compile``: Inductor's
+CPU kernels are not dispatcher ops the CPU graph could record, so Inductor compiles with its
+C++ wrapper and a replay calls the generated entry from C++ (Note [Inductor's C++ entry]).
+``auto`` never picks ``emulated``.
 
 Why not a Python wrapper. The per-call steps (cache key, lookup, pointer checks, copies,
 replay, outputs) are the launch overhead we exist to remove; doing them in Python costs about
@@ -70,7 +81,7 @@ def inputs_device(example_inputs: Sequence[Any]) -> torch.device:
 def choose_route(
     options: dict[str, Any], example_inputs: Sequence[Any]
 ) -> tuple[str, str | None, str]:
-    """(route, graph kind or None, reason) for resolved ``options`` (design 2.1)."""
+    """(route, graph kind or None, reason) for resolved ``options`` (Note [Routes])."""
     if options["graph_with_compile"]:
         wanted = ROUTE_GRAPH_WITH_COMPILE
     elif options["graph_only"]:
@@ -100,8 +111,8 @@ def _load_extension() -> None:
 
 SETUP_INDUCTOR = RunOnce("inductor", _setup_inductor)
 LOAD_EXTENSION = RunOnce("extension", _load_extension)
-# What each route needs before its first graph, run once in order (design 2.9; Note in
-# _once.py). Inductor's setup never runs on the graph_only route; Dynamo needs none from us.
+# What each route needs before its first graph, run once in order (Note [Lazy loading] in
+# _registration.py). Inductor's setup never runs on the graph_only route; Dynamo needs none from us.
 ROUTE_SETUP: dict[str, Setup] = {
     ROUTE_GRAPH_ONLY: Setup(ROUTE_GRAPH_ONLY, LOAD_EXTENSION),
     ROUTE_GRAPH_WITH_COMPILE: Setup(ROUTE_GRAPH_WITH_COMPILE, LOAD_EXTENSION, SETUP_INDUCTOR),
@@ -353,11 +364,10 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
 class Backend:
     """``torch.compile(model, backend=graphdispatch.Backend(**options))``.
 
-    Options (design 2.1): every ``graphdispatch.config.OPTIONS`` entry, which gives each one's
-    type, default and meaning; ``-`` or ``_`` in keys; MindIE-SD's ``aclgraph_*`` names as
-    aliases. ``mode`` is None, "default" or "reduce-overhead" (the
-    graph_with_compile route). Raises TypeError/ValueError naming the key for an invalid
-    option, before any work.
+    Options (Note [Options] in config.py): every ``graphdispatch.config.OPTIONS`` entry, which gives
+    each one's type, default and meaning; ``-`` or ``_`` in keys; MindIE-SD's ``aclgraph_*`` names
+    as aliases. ``mode`` is None, "default" or "reduce-overhead" (the graph_with_compile route).
+    Raises TypeError/ValueError naming the key for an invalid option, before any work.
     """
 
     compiler_name = "graphdispatch"

@@ -1,15 +1,19 @@
 """graphdispatch settings: one definition per option, environment overrides, validation.
 
+Note [Options]
 Each option is one ``Option`` record in ``OPTIONS`` (name, type, default, range or choices,
-meaning, aliases); its module attribute, validation, error messages and the C++ runtime's share
-(``runtime_options``) all derive from it.
+meaning, aliases); its module attribute, validation, error messages, the option tables of
+docs/usage.md (scripts/option_tables.py) and the C++ runtime's share (``runtime_options``) all
+derive from it. The runtime parses its share by name with one table
+(csrc/runtime/runner_option_table.h) into ``RunnerOptions``, whose defaults are these;
+tests/test_option_layers.py fails when the two layers disagree on a name, a default or a range.
 
 Options reach a compiled graph from four places, later ones winning: these module defaults,
-``GRAPHDISPATCH_<NAME>`` environment variables (read once, at import), ``Backend(**options)``
-and ``torch.compile(..., options={...})``. Keys accept ``-`` or ``_`` (``max-entries`` is
-``max_entries``), and MindIE-SD's ``aclgraph_*`` names (design 6.1) are aliases, so users of its
-ACLGraph backend can switch by name. An unknown key, a wrong type or a bad value raises
-before any setup runs, naming the key and listing what is valid.
+``GRAPHDISPATCH_<NAME>`` environment variables (read once, at import), ``Backend(**options)`` and
+``torch.compile(..., options={...})``. Keys accept ``-`` or ``_`` (``max-entries`` is
+``max_entries``), and MindIE-SD's ``aclgraph_*`` names (docs/design.md, "The anchor") are aliases,
+so users of its ACLGraph backend can switch by name. An unknown key, a wrong type or a bad value
+raises before any setup runs, naming the key and listing what is valid.
 
 The module itself checks what is assigned to it, as ``torch._inductor.config`` does for
 unknown names: ``graphdispatch.config.max_entriez = 4`` raises ``AttributeError`` naming
@@ -229,14 +233,9 @@ OPTIONS: tuple[Option, ...] = (
     _count(
         "max_recaptures",
         8,
-        "Entries a compiled graph may lose, per input layout, because a tensor it reads "
-        "in place (parameter, buffer, state tensor) was freed or replaced before a second"
-        " call replayed them. Past it, calls with new addresses for that layout run "
-        "without a graph (fallback `static_inputs_moving`, one WARNING naming the input),"
-        " until three calls in a row bring the same addresses: then the budget refills, "
-        "and that call captures. New weights that stay alive (module instances or experts"
-        ' sharing one graph) each get an entry and do not count. See "Lifetime, moving '
-        'tensors".',
+        "Entries a compiled graph may lose, per input layout, to a tensor it reads in place "
+        "being freed or replaced before a second call; past it such calls run without a "
+        'graph (`static_inputs_moving`). The rule: "Lifetime, moving tensors".',
         runtime=True,
     ),
 )

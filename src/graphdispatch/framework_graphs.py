@@ -6,7 +6,8 @@ capture_end / capture_abort / replay / reset. For framework graphs (``torch.cuda
 made by ``FrameworkGraphFactory`` through the C++ ``PyGraphFactory``, so the extension needs no
 device headers and one build serves every device.
 
-Pools: one graph pool per device and kind, shared by every entry and held alive by the factory
+Note [Device pools]
+One graph pool per device and kind, shared by every entry and held alive by the factory
 for the process (an empty graph captured into it, as cudagraph trees keep theirs), so no
 reset, eviction or deleted model leaves the next capture pointing at a released pool. Where the
 framework refuses the empty graph, the pool lives as long as its graphs, and the capture after

@@ -1,4 +1,4 @@
-"""Helpers for the plugin-integration tests (design 2.8, 2.9; cases C17–C20) run their checks in
+"""Helpers for the plugin-integration tests (Note [Lazy loading]; cases C17–C20) run their checks in
 fresh subprocesses: what an import loads, what a fork inherits and what a first compile sets up
 can only be seen in a process that has not done them yet. Each script prints one JSON object
 on its last line, and tests assert on that (module sets, counters), not on exceptions."""

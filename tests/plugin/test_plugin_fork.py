@@ -1,4 +1,4 @@
-"""C20 and fork safety (design 2.8): a forked child gets fresh locks and run-once state
+"""C20 and fork safety (docs/usage.md, "Fork"): a forked child gets fresh locks and run-once state
 (``os.register_at_fork``), starts with empty graph caches and never replays the parent's
 graphs. Every child wait has a 10 s timeout, so a deadlock fails the test instead of hanging."""
 

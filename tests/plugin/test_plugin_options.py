@@ -1,4 +1,4 @@
-"""C19 and options (design 2.1): ``-``/``_`` keys, ``aclgraph_*`` aliases, modes, environment
+"""C19 and options (Note [Options]): ``-``/``_`` keys, ``aclgraph_*`` aliases, modes, environment
 variables; every invalid input raises a clear error listing what is valid, before any setup;
 nothing is silently dropped."""
 

@@ -1,5 +1,5 @@
-"""Lazy setup (design 2.9): each step runs once, on first use, under a lock; a failed step is
-retried by the next call without re-applying the steps that succeeded; Inductor's setup never
+"""Lazy setup (Note [Lazy loading]): each step runs once, on first use, under a lock; a failed step
+is retried by the next call without re-applying the steps that succeeded; Inductor's setup never
 runs on the graph_only route."""
 
 from __future__ import annotations

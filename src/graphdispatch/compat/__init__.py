@@ -1,7 +1,8 @@
 """Drop-in entry points of other graph backends, so their users switch by changing an import.
 
 - ``graphdispatch.compat.mindiesd``: MindIE-SD's ``MindieSDBackend``, ``CompilationConfig`` and
-  ``create_aclgraph_backend()`` (design 6.1).
+  ``create_aclgraph_backend()`` (docs/design.md, "The anchor").
 
-Importing this package or its modules loads no compile stack (design 2.9).
+Importing this package or its modules loads no compile stack (Note [Lazy loading] in
+_registration.py).
 """

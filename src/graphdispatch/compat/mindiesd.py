@@ -1,6 +1,7 @@
 """MindIE-SD's ACLGraph entry points, served by graphdispatch: switch by changing one import.
 
-MindIE-SD turns graph dispatch on like this (design 6.1); only the import line changes::
+MindIE-SD turns graph dispatch on like this (docs/design.md, "The anchor"); only the import line
+changes::
 
     from graphdispatch.compat.mindiesd import MindieSDBackend, CompilationConfig
     CompilationConfig.aclgraph_only = True            # scenario A: capture the graph as is
@@ -20,7 +21,7 @@ fallback to the default route is logged and counted in ``graphdispatch.stats()["
 docs/migrating.md lists where graphdispatch is stricter.
 
 Importing this module loads only ``graphdispatch.config``: the backend loads at the first
-compile (design 2.9).
+compile (Note [Lazy loading] in _registration.py).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class _Switches(type):
 
 
 class CompilationConfig(metaclass=_Switches):
-    """MindIE-SD's switches (design 6.1), one process-wide set as its class attributes are.
+    """MindIE-SD's switches (docs/design.md, "The anchor"), one process-wide set as its class
+    attributes are.
 
     ``aclgraph_only`` (False), ``aclgraph_with_compile`` (False), ``aclgraph_lazy_capture``
     (False), ``aclgraph_max_entries`` (0 = unbounded, FIFO eviction) and ``safe_output_mode``

@@ -271,8 +271,8 @@ std::pair<long, long> git_blob_counts(const TempRepo& repo, const std::string& a
   return {patch_counts('+'), patch_counts('-')};
 }
 
-// P9: the report's form (design 3), with a verdict line on top, excerpts, collapsed identical
-// rows and notes on how final files differ (checked against git diff of the blobs).
+// P9: the report's form (the README's "Rules"), with a verdict line on top, excerpts, collapsed
+// identical rows and notes on how final files differ (checked against git diff of the blobs).
 TEST(Cases, P9ReportForReviewers) {
   TempRepo repo;
   Edit base, source, baseline, target;

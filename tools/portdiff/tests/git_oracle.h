@@ -34,7 +34,7 @@ struct OracleRow final {
 std::map<std::string, OraclePatchFile> oracle_patch(const TempRepo& repo, const std::string& range,
                                                     bool find_renames);
 
-/// The design §3 rules applied to two oracle patches.
+/// The rule of the README's "Rules", applied to two oracle patches.
 std::map<std::string, OracleRow> oracle_classify(const TempRepo& repo, const Ports& ports,
                                                  bool find_renames);
 

@@ -91,7 +91,7 @@ struct Totals final {
   std::size_t only_target = 0;
 };
 
-/// Compares two changes to the same path (the rules of design §3). A mode is
+/// Compares two changes to the same path (the rule of the README's "Rules"). A mode is
 /// compared as a change: a mode that neither patch changed belongs to the
 /// baseline (a final-file note), and line differences are named before mode ones.
 Difference compare_changes(const FileChange& source, const FileChange& target);

@@ -11,7 +11,7 @@ namespace portdiff {
 /// same change on different baselines), diffs the source head's file against the
 /// target head's with git's -U0 reading and says how they differ: "+1/-1 between
 /// final files: blank lines only". An identical change need not give identical
-/// files (design 3), and a reviewer must see why.
+/// files (the README's "Rules"), and a reviewer must see why.
 void describe_final_files(git_repository* repo, std::vector<FileVerdict>& rows);
 
 }  // namespace portdiff

@@ -55,7 +55,7 @@ struct PatchLines final {
     order.push_back(origin);
   }
   bool operator==(const PatchLines& other) const {
-    // The rule compares the two sequences (design §3); order only guides the display.
+    // The rule compares the two sequences (the README's "Rules"); order only guides the display.
     return added == other.added && deleted == other.deleted;
   }
   bool operator!=(const PatchLines& other) const { return !(*this == other); }
