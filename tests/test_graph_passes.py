@@ -92,7 +92,8 @@ def test_other_dtypes_and_shapes_are_left_alone():
     assert fuse_rms_norm(gm) == 0  # a weight that is not one per channel
 
 
-def test_a_users_pass_runs_on_graph_only_and_its_count_is_kept():
+@pytest.mark.parametrize("route", ["graph_only", "graph_with_compile"])
+def test_a_users_pass_runs_before_capture_and_its_count_is_kept(route):
     def swap_sin_for_cos(gm):
         n = 0
         for node in gm.graph.nodes:
@@ -103,16 +104,21 @@ def test_a_users_pass_runs_on_graph_only_and_its_count_is_kept():
     fn = torch.compile(
         lambda x: torch.sin(x) * 2,
         backend="graphdispatch",
-        options={"graph_only": True, "graph_passes": (swap_sin_for_cos,)},
+        options={route: True, "graph_passes": (swap_sin_for_cos,)},
     )
     x = torch.randn(5)
+    # Inductor's vectorised cos is not ATen's to the bit.
+    exact = route == "graph_only"
     with torch.no_grad():
-        assert torch.equal(fn(x), torch.cos(x) * 2)
-        assert torch.equal(fn(x), torch.cos(x) * 2)
+        for _ in range(2):
+            torch.testing.assert_close(
+                fn(x), torch.cos(x) * 2, rtol=0 if exact else 1e-6, atol=0 if exact else 1e-6
+            )
     stats = graphdispatch.stats()
     assert stats["graph_passes"] == {
-        "test_a_users_pass_runs_on_graph_only_and_its_count_is_kept.<locals>.swap_sin_for_cos": 1
+        "test_a_users_pass_runs_before_capture_and_its_count_is_kept.<locals>.swap_sin_for_cos": 1
     }
+    assert stats["routes"] == {route: 1}
     assert stats["replays"] == 2 and stats["fallbacks"] == {}, stats
 
 
