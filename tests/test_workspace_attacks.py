@@ -538,3 +538,156 @@ def test_in_place_on_an_input_with_other_entries():
             exact((x, y), (ex, ey))
             exact(Gw(x), fn_wide(ex))
     c.check(min_replays=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replays that raise, entries dropped or evicted, random ops, nesting
+
+
+def test_a_replay_that_raises_midway_leaves_other_entries_exact():
+    def f(a, b):
+        h = (a @ a.mT).exp()  # written to the workspace before the solve raises
+        return torch.linalg.solve(b, h), h.sum()
+
+    G = gd(f, dynamic=False)
+    Gw = gd(fn_wide, dynamic=False)
+    c = Counts()
+    with torch.no_grad():
+        for k in range(6):
+            a = torch.randn(4, 4)
+            b = torch.randn(4, 4) + 4 * torch.eye(4)
+            if k % 2:
+                b = torch.zeros(4, 4)  # singular: eager and the replay both raise
+                with pytest.raises(torch.linalg.LinAlgError):
+                    f(a, b)
+                with pytest.raises(torch.linalg.LinAlgError):
+                    G(a, b)
+            else:
+                exact(G(a, b), f(a, b))
+            x = torch.randn(9, 8)
+            exact(Gw(x), fn_wide(x))
+    c.check(min_replays=4)
+
+
+def test_unsafe_outputs_of_a_dropped_model_stay_while_others_replay():
+    big, small = mlp(8, 512, 10), mlp(8, 16, 11)
+    Gb = gd(big, safe_output_mode=False, dynamic=False)
+    Gs = gd(small, safe_output_mode=False, dynamic=False)
+    held = []
+    with torch.no_grad():
+        for _ in range(3):
+            for G, m in ((Gb, big), (Gs, small)):
+                x = torch.randn(6, 8)
+                got = G(x)
+                held.append((got, m(x)))
+        grown = graphdispatch.stats()["workspace_bytes"]
+        del Gb, big
+        torch._dynamo.reset()  # drops the big model's graph and its entries
+        import gc
+
+        gc.collect()
+        for _ in range(3):
+            x = torch.randn(6, 8)
+            exact(Gs(x), small(x))
+        Gs2 = gd(small, safe_output_mode=False, dynamic=False)
+        for _ in range(4):
+            x = torch.randn(6, 8)
+            got = Gs2(x)
+            exact(got, small(x))
+            held.append((got, small(x)))
+        for got, expected in held:
+            exact(got, expected)
+    assert graphdispatch.stats()["workspace_bytes"] <= grown
+
+
+def test_entries_evicted_and_recaptured_while_outputs_held():
+    G = gd(fn_wide, safe_output_mode=False, max_entries=2, dynamic=True)
+    c = Counts()
+    with torch.no_grad():
+        it = Interleaver(7)
+        jobs = [(G, fn_wide, (lambda n=n: (torch.randn(n, 8),))) for n in (2, 4, 16)]
+        it.run(jobs, rounds=5)
+        it.check_held()
+    s = graphdispatch.stats()
+    assert s["evictions"] - c.start["evictions"] > 0, s
+    assert s["fallbacks"] == {}, s
+
+
+def test_random_ops_in_graphs_interleaved_with_other_entries():
+    def f(x):
+        h = torch.nn.functional.dropout(x.repeat(3, 1), p=0.5, training=True)
+        return h * torch.rand_like(h), torch.randn(x.shape[0], 4).add_(x[:, :4])
+
+    G = gd(f, dynamic=False)
+    Gw = gd(fn_wide, dynamic=False)
+    c = Counts()
+    held = []
+    with torch.no_grad():
+        for k in range(5):
+            for b in (2, 5):
+                x = torch.randn(b, 8)
+                torch.manual_seed(1000 + k)
+                expected = f(x)
+                torch.manual_seed(1000 + k)
+                got = G(x)
+                exact(got, expected)
+                held.append((got, expected))
+                z = torch.randn(30, 8)
+                exact(Gw(z), fn_wide(z))
+        for got, expected in held:
+            exact(got, expected)
+    c.check(min_replays=8)
+
+
+_SAME: list = []
+
+
+@torch.library.custom_op("ws_attack::call_same", mutates_args=())
+def call_same(x: torch.Tensor) -> torch.Tensor:
+    # The same compiled function on another signature, nested in this replay.
+    return _SAME[0](x.repeat(2, 1))[0].sum(0, keepdim=True).expand_as(x).clone()
+
+
+@call_same.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_nested_replay_of_another_entry_of_the_same_graph_and_a_thread():
+    Gw = gd(fn_wide, dynamic=False)
+    _SAME[:] = [Gw]
+
+    def outer(x):
+        h = x.sin().repeat(8, 1)
+        return call_same(h) + h.cos()
+
+    def eager_outer(x):
+        h = x.sin().repeat(8, 1)
+        inner = fn_wide(h.repeat(2, 1))[0].sum(0, keepdim=True).expand_as(h)
+        return inner + h.cos()
+
+    Go = gd(outer, dynamic=False)
+    errors = []
+
+    def side():
+        try:
+            with torch.no_grad():
+                for _ in range(40):
+                    z = torch.randn(3, 8)
+                    exact(Gw(z), fn_wide(z))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    c = Counts()
+    with torch.no_grad():
+        z = torch.randn(3, 8)
+        exact(Gw(z), fn_wide(z))
+        t = threading.Thread(target=side)
+        t.start()
+        for _ in range(20):
+            x = torch.randn(2, 8)
+            exact(Go(x), eager_outer(x))
+        t.join(timeout=120)
+        assert not t.is_alive(), "hung"
+    assert not errors, errors[0]
+    c.check(min_replays=40)
