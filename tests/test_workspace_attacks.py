@@ -750,3 +750,84 @@ def test_a_view_of_a_literal_returned_replays():
             exact(G(x), f(x))  # the values are eager's either way
     s = graphdispatch.stats()
     assert s["fallbacks"] == {} and s["replays"] >= 2, s
+
+
+def test_captures_growing_the_workspace_while_another_thread_replays():
+    m = mlp(16, 64, 14)
+    Gm = gd(m, dynamic=False)
+    Gw = gd(fn_wide, dynamic=False)
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(4, 16)
+            exact(Gm(x), m(x))
+    errors, done = [], threading.Event()
+
+    def replayer():
+        try:
+            gen = torch.Generator().manual_seed(5)
+            held = []
+            with torch.no_grad():
+                while not done.is_set() or len(held) < 20:
+                    x = torch.randn(4, 16, generator=gen)
+                    got = Gm(x)
+                    exact(got, m(x))
+                    held.append((got, m(x)))
+            for got, expected in held:
+                exact(got, expected)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    c = Counts()
+    t = threading.Thread(target=replayer)
+    t.start()
+    held = []
+    with torch.no_grad():
+        for n in (1, 3, 9, 27, 81):  # each capture needs a larger workspace than the last
+            for _ in range(2):
+                x = torch.randn(n, 16)
+                got = Gw(x)
+                exact(got, fn_wide(x))
+                held.append((got, fn_wide(x)))
+    done.set()
+    t.join(timeout=120)
+    assert not t.is_alive(), "hung"
+    assert not errors, errors[0]
+    for got, expected in held:
+        exact(got, expected)
+    c.check(min_replays=25, captures=5)
+
+
+MEMO: dict = {}
+
+
+@torch.library.custom_op("ws_attack::memo_table", mutates_args=())
+def memo_table(x: torch.Tensor) -> torch.Tensor:
+    out = x.cos() + 2
+    MEMO["last"] = out  # a memoised result: the graph works on its own copy of it
+    return out
+
+
+@memo_table.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_custom_op_keeping_its_argument_that_is_another_ops_kept_result():
+    def f(x):
+        t = memo_table(x.sin())
+        return remember_input(t).sum(0)
+
+    G = gd(f, dynamic=False)
+    Gw = gd(fn_wide, dynamic=False)
+    c = Counts()
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(3, 8)
+            expected_out = f(x)
+            exact(G(x), expected_out)
+            kept, expected = SEEN_INPUTS[-1], x.sin().cos() + 2
+            exact(kept, expected)
+            z = torch.randn(40, 8)
+            exact(Gw(z), fn_wide(z))  # another entry's replay
+            exact(kept, expected)
+    c.check(min_replays=2)
