@@ -69,6 +69,7 @@ struct StorageUse final {
   bool held = false;     // held elsewhere when its op returned it (RecordedOp::held)
   bool written = false;  // by a replayed step
   bool output = false;
+  bool kept = false;  // an intermediate something still holds when the capture ends
 };
 
 // What the recording holds: how each step replays and every storage's uses, in first-seen order.
@@ -254,6 +255,28 @@ std::vector<Place> audit(const std::vector<RecordedOp>& ops, const Classified& c
   return places;
 }
 
+// Note [Shared workspace]: an intermediate the work made that something besides the recording
+// still holds when the capture ends (a custom op's kernel that kept its argument in a global)
+// would be rewritten by every other entry's replay if it lived in the shared workspace. It
+// stays in the entry's own arena instead, alive to the end of the replay, so it changes only
+// at the entry's next call, as an input buffer such a kernel keeps does (docs/usage.md
+// "Custom ops"). Each tensor of the recording is a TensorImpl of its own (RecordedOp), so more
+// references to the storage than the recording's tensors means another holder. An own copy
+// (Place::kOwnCopy) stays there too: its original is held by definition, so a later kernel
+// keeping the copy (the replay hands it the copy) cannot be told apart; such ops are rare.
+void keep_held_intermediates(Classified& c, const std::vector<Place>& places) {
+  for (std::size_t k = 0; k < c.order.size(); ++k) {
+    auto* storage = c.order[k];
+    auto& u = c.uses.at(storage);
+    if ((places[k] != Place::kArena && places[k] != Place::kOwnCopy) || u.output) continue;
+    if (places[k] == Place::kOwnCopy ||
+        c10::raw::intrusive_ptr::use_count(storage) > static_cast<std::size_t>(u.refs)) {
+      u.kept = true;
+      u.last = kToTheEnd;
+    }
+  }
+}
+
 // Storages the recording's tensors move onto: non-owning ones over vouched memory, and own
 // copies in the arena.
 using Rebound = std::unordered_map<c10::StorageImpl*, c10::intrusive_ptr<c10::StorageImpl>>;
@@ -291,9 +314,9 @@ struct Placed final {
   std::int64_t workspace_bytes = 0;
 };
 
-// The outputs in the program's own arena, repointed there; every other storage the work made
-// and every own copy in the shared workspace (Note [Shared workspace]), own copies rebound to
-// storages there.
+// The outputs, the intermediates something else keeps and the own copies (keep_held_intermediates)
+// in the program's own arena, own copies rebound to storages there; every other storage the work
+// made in the shared workspace (Note [Shared workspace]).
 Placed place(const Classified& c, const std::vector<Place>& places, Rebound& rebound) {
   Placed placed;
   std::vector<std::size_t> outputs, intermediates;  // positions in c.order
@@ -301,25 +324,26 @@ Placed place(const Classified& c, const std::vector<Place>& places, Rebound& reb
     if ((places[k] != Place::kArena && places[k] != Place::kOwnCopy) || c.order[k]->nbytes() == 0) {
       continue;
     }
-    (c.uses.at(c.order[k]).output ? outputs : intermediates).push_back(k);
+    const auto& u = c.uses.at(c.order[k]);
+    (u.output || u.kept ? outputs : intermediates).push_back(k);
   }
   const auto own = plan_blocks(c, outputs);
   if (own.bytes > 0) {
     auto arena = std::make_shared<Workspace::Block>(own.bytes);
     for (std::size_t j = 0; j < outputs.size(); ++j) {
-      point_into(c.order[outputs[j]], arena, own.offsets[j]);
+      auto* storage = c.order[outputs[j]];
+      if (places[outputs[j]] == Place::kOwnCopy) {  // the original is someone else's: not moved
+        rebind(rebound, storage, c10::DataPtr(nullptr, c10::Device(c10::kCPU)));
+        storage = rebound.at(storage).get();
+      }
+      point_into(storage, arena, own.offsets[j]);
     }
   }
   const auto shared = plan_blocks(c, intermediates);
   for (std::size_t j = 0; j < intermediates.size(); ++j) {
-    auto* storage = c.order[intermediates[j]];
-    if (places[intermediates[j]] == Place::kOwnCopy) {
-      rebind(rebound, storage, c10::DataPtr(nullptr, c10::Device(c10::kCPU)));
-      placed.workspace.emplace_back(rebound.at(storage), shared.offsets[j]);
-    } else {
-      placed.workspace.emplace_back(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(storage),
-                                    shared.offsets[j]);
-    }
+    auto* storage = c.order[intermediates[j]];  // own copies are in the arena
+    placed.workspace.emplace_back(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(storage),
+                                  shared.offsets[j]);
   }
   placed.arena_bytes = own.bytes;
   placed.workspace_bytes = shared.bytes;
@@ -414,6 +438,7 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
   auto c = classify(ops);
   mark_outputs(c, outputs);
   const auto places = audit(ops, c, vouched_);
+  keep_held_intermediates(c, places);
   Rebound rebound;
   auto placed = place(c, places, rebound);
   arena_bytes_ = placed.arena_bytes + constant_bytes(c, places);

@@ -58,8 +58,9 @@ namespace graphdispatch {
 //   [Shared workspace]), so an entry holds about the forward's peak rather than the sum of its
 //   activations (case C44), and N entries one peak. One that something else holds too (a
 //   custom op's memoised table, a hook's saved result) is never moved: the program gets its own
-//   copy in the workspace, which the op's replay refreshes, and refuses the capture where the
-//   program writes it or returns it (case C55).
+//   copy in its arena, which the op's replay refreshes, and refuses the capture where the
+//   program writes it or returns it (case C55). An intermediate something still holds when the
+//   capture ends (a kernel kept its argument) is in the arena too, out of the shared workspace.
 // Replay puts the constants' bytes back, then walks the steps in C++ without Python or the GIL.
 
 /// The CPU graph (Note [CPU graph]). Not thread-safe: each Entry serialises its calls.

@@ -26,6 +26,9 @@ namespace graphdispatch {
 //   different one (Workspace::Lease::block).
 // - Blocks are owned by the storages pointing into them and by the leases: a block nothing is
 //   bound to is freed at once, and a tensor a stray holder kept stays valid memory.
+// - An intermediate that something besides the recording still holds when the capture ends (a
+//   custom op's kernel kept its argument) would outlive the replay: it is placed in the entry's
+//   own arena instead (keep_held_intermediates in cpu_graph.cpp).
 // - Counted once: `Stats::workspace_bytes` is the bytes of the live blocks.
 
 /// The process-wide pool of CPU-graph workspaces (Note [Shared workspace]). Thread-safe.
