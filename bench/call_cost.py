@@ -40,10 +40,13 @@ without.
 
 Thread CPU time of the calling thread (``time.thread_time``), 1 intra-op thread, median over
 ``--repeats`` repeats of ``--calls`` calls, every column interleaved within each repeat,
-ratios from the one run. Every route's output is compared with eager's; graphdispatch's
-counters must show a replay for every timed call and no fallback. Writes the section ``## What
-a call costs`` of bench/RESULTS.md and the plot ``bench/plots/call_cost.png`` (stacked bars per
-route) unless ``--no-write``.
+ratios from the one run. The two differences of long calls (the call minus the compiled
+callable, the callable minus the replay) are measured paired: in each repeat the one's calls
+right after the other's, the difference per repeat, its median over the repeats; the parts
+then add up to the call within the noise, not exactly. Every route's output is compared with
+eager's; graphdispatch's counters must show a replay for every timed call and no fallback.
+Writes the section ``## What a call costs`` of bench/RESULTS.md and the plot
+``bench/plots/call_cost.png`` (stacked bars per route) unless ``--no-write``.
 """
 
 from __future__ import annotations
@@ -51,13 +54,14 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch._dynamo
-from cpu_graph import flux_call, interleaved, sample  # bench/ is on sys.path
+from cpu_graph import flux_call, interleaved, sample, thread_us  # bench/ is on sys.path
 from results_md import save_plot, write_section
 
 import graphdispatch
@@ -176,14 +180,22 @@ def measure(repeats: int, calls: int) -> dict[str, Any]:
         flat = runs[(next(iter(ROUTES)), False)]["recorder"].args
         columns["wrapper|noop"] = lambda: [noop(*flat) for _ in range(GUARD_LOOPS)]
         columns["wrapper|wrapped"] = lambda: [wrapped(*flat) for _ in range(GUARD_LOOPS)]
+        pairs: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
+        for (name, filt), run in runs.items():
+            tag = f"{name}|{'filtered ' if filt else ''}"
+            pairs[tag + "outside"] = (run["call"], run["callable"])
+            if "replay" in run:
+                pairs[tag + "ours"] = (run["callable"], run["replay"])
         before = graphdispatch.stats()
         times = interleaved(columns, repeats, calls)
+        times.update(paired(pairs, repeats, calls))
         after = graphdispatch.stats()
     for key in times:
         if key.endswith("guards") or key.startswith("wrapper|"):
             times[key] /= GUARD_LOOPS
     graph_routes = sum(1 for _, r in runs.items() if "replay" in r)
-    runner_calls = repeats * calls * graph_routes * 2  # call, callable
+    # call and callable interleaved, then call, callable and callable again paired
+    runner_calls = repeats * calls * graph_routes * 5
     return {
         "times": times,
         "diffs": {f"{n}{' filtered' if f else ''}": r["diff"] for (n, f), r in runs.items()},
@@ -198,6 +210,19 @@ def measure(repeats: int, calls: int) -> dict[str, Any]:
     }
 
 
+def paired(
+    pairs: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], repeats: int, calls: int
+) -> dict[str, float]:
+    """Median over repeats of the µs per call by which ``a`` exceeds ``b``, each repeat timing
+    ``calls`` calls of ``a`` and right after them ``calls`` calls of ``b``: a difference of two
+    long calls, without the drift between two columns timed far apart."""
+    samples: dict[str, list[float]] = {name: [] for name in pairs}
+    for _ in range(repeats):
+        for name, (a, b) in pairs.items():
+            samples[name].append(thread_us(a, calls) - thread_us(b, calls))
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
 def split(times: dict[str, float], name: str, filtered: bool = False) -> dict[str, float]:
     """µs per call of each part of ``name``'s call (eager: all kernels)."""
     tag = f"{name}|{'filtered ' if filtered else ''}"
@@ -207,13 +232,12 @@ def split(times: dict[str, float], name: str, filtered: bool = False) -> dict[st
     total, inner, guards = times[tag + "call"], times[tag + "callable"], times[tag + "guards"]
     wrapper = times["wrapper|wrapped"] - times["wrapper|noop"]  # the recorder's, taken out
     replay = times.get(tag + "replay")
-    kernels = inner if replay is None else replay
     return {
         "total": total - wrapper,
         "guards": guards,
-        "Dynamo": total - wrapper - inner - guards,
-        "ours": 0.0 if replay is None else inner - replay,
-        "kernels": kernels,
+        "Dynamo": times[tag + "outside"] - wrapper - guards,
+        "ours": 0.0 if replay is None else times[tag + "ours"],
+        "kernels": inner if replay is None else replay,
         "wrapper": wrapper,
     }
 

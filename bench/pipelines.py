@@ -61,7 +61,11 @@ def routes(device: torch.device) -> list[demo.Route]:
         demo.Route("graph_with_compile", graph, {"graph_with_compile": True, **extra}),
     ]
     if device.type == "cpu":
-        out.append(demo.Route("graph_only", "emulated", {"graph_only": True, **extra}))
+        # Always named: on the CPU `auto` has a graph for both routes, so `extra` is empty
+        # there, and the same options twice would be one compile (Dynamo reuses it).
+        out.append(
+            demo.Route("graph_only", "emulated", {"graph_only": True, "device_graph": "emulated"})
+        )
     only, _ = choose_kind("auto", device)
     out.append(demo.Route("graph_only", only, {"graph_only": True}))
     if device.type == "cuda":
