@@ -14,9 +14,8 @@ calls (device synchronized), in ms, and its ratios to eager's and to ``default``
 in the same run. Routes:
 
 - ``eager``; ``default`` (graphdispatch without capture: aot_autograd + Inductor);
-- ``graph_with_compile`` (Inductor, then the device graph; on the CPU the emulated graph, which
-  re-runs the compiled function on replay, so it shows our per-call overhead over ``default``,
-  not a speed-up);
+- ``graph_with_compile`` (Inductor, then the device graph; on the CPU Inductor's C++ wrapper,
+  its generated entry called from our C++ on replay: graph ``cpp_wrapper``);
 - ``graph_only`` (the FX graph captured as is); on the CPU twice: with the emulated graph,
   re-run as eager would, and with the CPU graph, the ops recorded once and replayed from C++
   on fixed memory (the column that shows the launch saving on this machine);
