@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/pipelines.py [--device cpu|cuda|npu] [--pipeline sd|sd3|flux|all]
                                         [--steps N] [--rounds N] [--threads N] [--json]
+                                        [--no-write]
 
 The pipelines are the demo's (``graphdispatch.tiny_pipelines``: tiny random-weight
 StableDiffusionPipeline, StableDiffusion3Pipeline, FluxPipeline, driven through their own
@@ -13,9 +14,8 @@ calls (device synchronized), in ms, and its ratios to eager's and to ``default``
 in the same run. Routes:
 
 - ``eager``; ``default`` (graphdispatch without capture: aot_autograd + Inductor);
-- ``graph_with_compile`` (Inductor, then the device graph; on the CPU the emulated graph, which
-  re-runs the compiled function on replay, so it shows our per-call overhead over ``default``,
-  not a speed-up);
+- ``graph_with_compile`` (Inductor, then the device graph; on the CPU Inductor's C++ wrapper,
+  its generated entry called from our C++ on replay: graph ``cpp_wrapper``);
 - ``graph_only`` (the FX graph captured as is); on the CPU twice: with the emulated graph,
   re-run as eager would, and with the CPU graph, the ops recorded once and replayed from C++
   on fixed memory (the column that shows the launch saving on this machine);
@@ -24,6 +24,10 @@ in the same run. Routes:
 
 Each result also carries the captures, replays and fallbacks of graphdispatch's routes, and the
 max |image - eager|, so a fast but wrong or non-replaying route cannot pass unnoticed.
+
+On the CPU with every pipeline (and without ``--json``) it writes the section ``## Diffusers
+pipelines, per denoising step`` of bench/RESULTS.md and the plot ``bench/plots/pipelines.png``
+(ms per step per route and pipeline) unless ``--no-write``.
 """
 
 from __future__ import annotations
@@ -36,11 +40,14 @@ from typing import Any
 
 import torch
 import torch._dynamo
+from results_md import save_plot, write_section  # bench/ is on sys.path when run
 
 import graphdispatch
 from graphdispatch import demo
 from graphdispatch.device_graphs import choose_kind
 from graphdispatch.tiny_pipelines import PIPELINES, build
+
+SECTION = "## Diffusers pipelines, per denoising step"
 
 
 def routes(device: torch.device) -> list[demo.Route]:
@@ -53,7 +60,11 @@ def routes(device: torch.device) -> list[demo.Route]:
         demo.Route("graph_with_compile", graph, {"graph_with_compile": True, **extra}),
     ]
     if device.type == "cpu":
-        out.append(demo.Route("graph_only", "emulated", {"graph_only": True, **extra}))
+        # Always named: on the CPU `auto` has a graph for both routes, so `extra` is empty
+        # there, and the same options twice would be one compile (Dynamo reuses it).
+        out.append(
+            demo.Route("graph_only", "emulated", {"graph_only": True, "device_graph": "emulated"})
+        )
     only, _ = choose_kind("auto", device)
     out.append(demo.Route("graph_only", only, {"graph_only": True}))
     if device.type == "cuda":
@@ -126,6 +137,87 @@ def bench_pipeline(key: str, device: torch.device, steps: int, rounds: int) -> l
     return rows
 
 
+def table(rows: list[dict[str, Any]], device: torch.device, steps: int, rounds: int) -> str:
+    lines = [
+        f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} intra-op threads; "
+        f"{steps} steps a call, {rounds} timed calls a route, interleaved; "
+        "median ms per denoising step",
+        "| pipeline | route | graph | ms/step | × eager | × default | first call s | max abs diff "
+        "| model calls | captures | replays | fallbacks |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['pipeline']} | {r['route']} | {r['graph']} | {r['median_ms']:.2f} | "
+            f"{r['vs_eager']:.2f} | {r['vs_default']:.2f} | {r['first_call_s']:.1f} | "
+            f"{r['max_abs_diff']:.1e} | "
+            f"{r['model_calls']} | {r['captures']} | {r['replays']} | {r['fallbacks']} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]]) -> str:
+    """Grouped bars: ms per step, one group per pipeline, one bar per route (log scale)."""
+    pipelines = list(dict.fromkeys(r["pipeline"] for r in rows))
+    columns = list(dict.fromkeys(f"{r['route']} ({r['graph']})" for r in rows))
+
+    def draw(ax: Any) -> None:
+        width = 0.8 / len(columns)
+        for j, column in enumerate(columns):
+            values = [
+                next(
+                    r["median_ms"]
+                    for r in rows
+                    if r["pipeline"] == p and f"{r['route']} ({r['graph']})" == column
+                )
+                for p in pipelines
+            ]
+            ax.bar([i + j * width for i in range(len(pipelines))], values, width, label=column)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(pipelines))], pipelines)
+        ax.set_yscale("log")
+        ax.set_ylabel("ms per denoising step (log)")
+        ax.set_title("Tiny diffusers pipelines on the CPU, 1 thread: ms per step by route")
+        ax.legend(fontsize=8)
+
+    return save_plot("pipelines", draw)
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for name in dict.fromkeys(r["pipeline"] for r in rows):
+        mine = {(r["route"], r["graph"]): r for r in rows if r["pipeline"] == name}
+        cpu = mine[("graph_only", "cpu")]
+        gwc = next(r for (route, _), r in mine.items() if route == "graph_with_compile")
+        default = mine[("default", "none")]
+        out.append(
+            f"{name}: CPU graph (`graph_only`) {cpu['vs_default']:.2f}x Inductor `default`, "
+            f"`graph_with_compile` ({gwc['graph']}) {gwc['vs_default']:.2f}x (target <= 0.8); "
+            f"first call {cpu['first_call_s']:.1f} s and {gwc['first_call_s']:.1f} s against "
+            f"`default`'s {default['first_call_s']:.1f} s"
+        )
+    return out
+
+
+def write(text: str, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    link = plot(rows)
+    body = (
+        f"{SECTION}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python "
+        f"bench/pipelines.py --steps {args.steps} --rounds {args.rounds}\n```\n\n"
+        "Tiny random-weight pipelines from `graphdispatch.tiny_pipelines` (16x16 images, 8x8 "
+        "latents), driven through their own `__call__`, the denoiser assigned as "
+        "`pipe.transformer = torch.compile(...)`. Per route: one call to compile and capture "
+        "(`first call s`, with Inductor's on-disk cache as earlier runs left it), then the "
+        "timed calls, the routes interleaved in a rotating order; the median time between "
+        "consecutive steps (scheduler step included, VAE decode not). One intra-op thread; "
+        "ratios within the run are what to read. See the docstring of bench/pipelines.py for "
+        "the routes.\n\n"
+        f"![ms per step per route]({link})\n\n{text}\n\n"
+        + "\n".join(f"- {v}" for v in verdicts(rows))
+        + "\n"
+    )
+    write_section(body)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench/pipelines.py", description=__doc__.split("\n\n")[0]
@@ -142,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, default=1, help="intra-op threads on the CPU (default: 1)"
     )
     parser.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    parser.add_argument(
+        "--no-write", action="store_true", help="leave bench/RESULTS.md and the plot as they are"
+    )
     args = parser.parse_args(argv)
     if args.steps < 2 or args.rounds < 1:
         parser.error("--steps: expected >= 2; --rounds: expected >= 1")
@@ -163,23 +258,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
-    print(
-        f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} intra-op threads; "
-        f"{args.steps} steps a call, {args.rounds} timed calls a route, interleaved; "
-        "median ms per denoising step"
-    )
-    print(
-        "| pipeline | route | graph | ms/step | × eager | × default | first call s | max abs diff "
-        "| model calls | captures | replays | fallbacks |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| {r['pipeline']} | {r['route']} | {r['graph']} | {r['median_ms']:.2f} | "
-            f"{r['vs_eager']:.2f} | {r['vs_default']:.2f} | {r['first_call_s']:.1f} | "
-            f"{r['max_abs_diff']:.1e} | "
-            f"{r['model_calls']} | {r['captures']} | {r['replays']} | {r['fallbacks']} |"
-        )
+    text = table(rows, device, args.steps, args.rounds)
+    print(text)
+    if device.type == "cpu" and keys == PIPELINES and not args.no_write:
+        write(text, rows, args)
     return 0
 
 

@@ -17,7 +17,9 @@ A tiny Flux transformer (``tiny_flux_transformer(1, 2)``) on the CPU graph (``gr
    made with 8 heads of 16 (8 times).
 
 Every call's output is compared with eager's, and captures, replays and fallbacks counted.
-Writes the section ``## Shared workspace`` of bench/RESULTS.md unless ``--no-write``.
+Writes the section ``## Shared workspace`` of bench/RESULTS.md and the plot
+``bench/plots/workspace_memory.png`` (entry bytes against the signatures captured: shared
+workspace against a workspace per entry) unless ``--no-write``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 import torch
 import torch._dynamo
-from results_md import write_section  # bench/ is on sys.path when run
+from results_md import save_plot, write_section  # bench/ is on sys.path when run
 
 import graphdispatch
 from graphdispatch.tiny_pipelines import tiny_flux_inputs, tiny_flux_transformer
@@ -152,17 +154,52 @@ def report(r: dict[str, Any]) -> tuple[str, list[str]]:
     return "\n".join(lines), verdicts
 
 
+def plot(r: dict[str, Any]) -> str:
+    """Entry bytes after 1..4 signatures (token counts, largest first): held together with one
+    shared workspace (the largest entry alone, then each smaller one's own bytes added: the
+    measured total at 4) against each entry with a workspace of its own."""
+    alone = r["alone"]
+    shared, apart = [], []
+    for n, side in enumerate(SIDES, 1):
+        a = alone[side]
+        apart.append((apart[-1] if apart else 0) + a["entry_bytes"])
+        own = a["entry_bytes"] - a["workspace_bytes"]
+        shared.append(a["entry_bytes"] if n == 1 else shared[-1] + own)
+
+    def draw(ax: Any) -> None:
+        xs = range(1, len(SIDES) + 1)
+        ax.plot(xs, [b / 1024 for b in apart], "o-", label="a workspace per entry (sum alone)")
+        ax.plot(
+            xs,
+            [b / 1024 for b in shared],
+            "o-",
+            label="one shared workspace (largest alone + own bytes)",
+        )
+        ax.plot([len(SIDES)], [r["together"]["entry_bytes"] / 1024], "k*", markersize=12,
+                label="measured: 4 token counts together")  # fmt: skip
+        ax.set_xticks(list(xs), [f"{n}\n(+{s * s} tokens)" for n, s in zip(xs, SIDES)])
+        ax.set_xlabel("signatures captured, largest first")
+        ax.set_ylabel("entry bytes (KiB)")
+        ax.set_title("Tiny Flux on the CPU graph: entry bytes against signatures")
+        ax.legend()
+
+    return save_plot("workspace_memory", draw)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-    text, verdicts = report(measure())
+    r = measure()
+    text, verdicts = report(r)
     print(text)
     print("\n".join(verdicts))
     if not args.no_write:
+        link = plot(r)
         body = (
             f"{SECTION}\n\nCommand: `.venv/bin/python bench/workspace_memory.py` (bytes are "
-            "`graphdispatch.stats()` gauges; one process).\n\n```\n"
+            "`graphdispatch.stats()` gauges; one process).\n\n"
+            f"![entry bytes against signatures]({link})\n\n```\n"
             f"{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
         )
         write_section(body)

@@ -27,7 +27,7 @@ PIP=(.venv/bin/python -m pip -q --disable-pip-version-check)
 # torch 2.13.0 (CPU) comes from the wheel on local disk; the rest from PyPI.
 .venv/bin/python -c "import torch; assert torch.__version__.startswith('2.13.0')" 2>/dev/null \
   || "${PIP[@]}" install torch==2.13.0
-"${PIP[@]}" install "scikit-build-core>=0.10" ninja "pytest>=8" "diffusers>=0.30" "transformers>=4.40" "tqdm>=4.60" "peft>=0.15" expecttest
+"${PIP[@]}" install "scikit-build-core>=0.10" ninja "pytest>=8" "diffusers>=0.30" "transformers>=4.40" "tqdm>=4.60" "peft>=0.15" expecttest matplotlib
 # The style checkers of scripts/test.sh, pinned: another version formats differently.
 "${PIP[@]}" install ruff==0.17.6 clang-format==23.1.5
 # --no-build-isolation: build against the torch installed above (an isolated build would
