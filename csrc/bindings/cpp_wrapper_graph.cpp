@@ -6,11 +6,10 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 
-#include <dlfcn.h>
-
 #include <optional>
 #include <utility>
 #include <vector>
+#include <dlfcn.h>
 
 namespace graphdispatch::bindings {
 namespace {

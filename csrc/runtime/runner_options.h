@@ -5,7 +5,6 @@
 #include <ATen/core/ivalue.h>
 
 #include <algorithm>
-
 #include <cstddef>
 #include <cstdint>
 #include <exception>
