@@ -129,41 +129,20 @@ void GraphRunner::drop_dead_entries() {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     dead = state_->cache.take_if([&](const Entry& e) { return e.lost_static_input().has_value(); });
   }
-  if (dead.empty()) return;
-  std::lock_guard<std::mutex> lock(state_->layouts_mutex);
   for (const auto& [sig, entry] : dead) {
-    // An entry that served calls beyond its first was worth its capture (a model deleted or
-    // reloaded after use); only one that never replayed again says the input keeps moving.
-    if (entry->replays() > 1) continue;
-    auto& layout = state_->layouts[sig.layout()];
-    ++layout.lost;
-    layout.moving_position = *entry->lost_static_input();
+    state_->recaptures.on_lost(sig, *entry->lost_static_input(), entry->replays());
   }
   // `dead` is destroyed here, outside the cache lock (see clear()).
 }
 
 std::string GraphRunner::moving_static_input(const Signature& sig,
                                              const std::vector<c10::IValue>& inputs) {
-  std::lock_guard<std::mutex> lock(state_->layouts_mutex);
-  auto found = state_->layouts.find(sig.layout());
-  if (found == state_->layouts.end() || found->second.lost == 0) return "";
-  auto& layout = found->second;
-  // Bounded by the losses, not by the captures: new weights that stay alive (another instance
-  // sharing the graph) are captured whatever was lost before.
-  if (layout.lost <= options_.max_recaptures) {
-    Stats::get().recaptures.fetch_add(1, std::memory_order_relaxed);
-    return "";
-  }
-  layout.same_in_a_row = layout.last_refused == sig ? layout.same_in_a_row + 1 : 1;
-  layout.last_refused = sig;
-  if (layout.same_in_a_row >= kStableCalls) {  // settled: the budget refills (case C47)
-    layout = State::Layout{};
-    return "";
-  }
-  const auto i = layout.moving_position;
+  const auto refused = state_->recaptures.refused(sig);
+  if (!refused) return "";
+  const auto i = refused->position;
   return options_.input(i) + ": " + describe_layout(inputs[i].toTensor()) +
          " (a parameter, buffer or state tensor read in place) was freed or replaced " +
-         std::to_string(layout.lost) +
+         std::to_string(refused->lost) +
          " times, each time before a second call could replay "
          "its graph (max_recaptures=" +
          std::to_string(options_.max_recaptures) + ")";

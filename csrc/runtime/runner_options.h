@@ -79,7 +79,7 @@ struct RunnerOptions final {
   /// locks a generator (cases C29, C33; Note [Random numbers] in rng_state_guard.h).
   bool random = true;
   /// Captures per input layout after an entry of that layout lost a static input (Note [Moving
-  /// static inputs] in graph_runner.h); past it such calls fall back (static_inputs_moving).
+  /// static inputs] in recapture_policy.h); past it such calls fall back (static_inputs_moving).
   std::int64_t max_recaptures = 8;
   /// Replays of each entry checked against the non-graph path (Note [Verified replays]).
   std::int64_t verify_replays = 0;
