@@ -305,7 +305,7 @@ def test_user_streams_never_alias_the_runtime_streams():
     compiled = torch.compile(lambda x: x + 1, backend="graphdispatch", options={"graph_only": True})
     x = torch.randn(4, device="cuda")
     torch.testing.assert_close(compiled(x), x + 1)  # the pipeline (and its streams) now exist
-    ours = set(_C.pipeline_streams("cuda:0"))
+    ours = set(_C._testing.pipeline_streams("cuda:0"))
     assert len(ours) == 3
     users = {torch.cuda.Stream(priority=p).stream_id for p in (0, -1) for _ in range(64)}
     assert not ours & users

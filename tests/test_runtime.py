@@ -141,7 +141,7 @@ def test_mismatch_message_shape():
         RuntimeError,
         match=r"^input mismatch at position 2: captured \[2, 3\]/float32, got \[4\]/bfloat16$",
     ):
-        _C.check_input_match(torch.zeros(2, 3), torch.zeros(4, dtype=torch.bfloat16), 2)
+        _C._testing.check_input_match(torch.zeros(2, 3), torch.zeros(4, dtype=torch.bfloat16), 2)
 
 
 def test_safe_outputs_are_clones():

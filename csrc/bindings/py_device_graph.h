@@ -29,6 +29,7 @@ class PyGraphFactory final : public DeviceGraphFactory {
   std::string name_;
 };
 
-void init_device_graphs(py::module_& m);
+/// Registers the factories on `m`, the test-only hooks on `testing` (_C._testing).
+void init_device_graphs(py::module_& m, py::module_& testing);
 
 }  // namespace graphdispatch::bindings

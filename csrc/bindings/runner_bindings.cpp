@@ -106,7 +106,7 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
 
 }  // namespace
 
-void init_runner(py::module_& m) {
+void init_runner(py::module_& m, py::module_& testing) {
   py::class_<GraphRunner, std::shared_ptr<GraphRunner>>(m, "GraphRunner")
       .def(py::init(&make_runner), py::arg("fn"), py::arg("is_static"), py::arg("graphs"),
            py::arg("log") = py::none(), py::arg("written_inputs") = py::none(),
@@ -198,7 +198,7 @@ void init_runner(py::module_& m) {
            "callback's job.")
       .def("reset_after_fork", &GraphRunner::reset_after_fork);
 
-  m.def(
+  testing.def(
       "runner_option_defaults",
       [] {
         py::dict out;
@@ -208,11 +208,11 @@ void init_runner(py::module_& m) {
         return out;
       },
       "{name: default} of every option GraphRunner takes by name, in the runtime's order.");
-  m.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
-        py::arg("position"));
+  testing.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
+              py::arg("position"));
 }
 
-void init_stats(py::module_& m) {
+void init_stats(py::module_& m, py::module_& testing) {
   m.def("stats", [] {
     auto& s = Stats::get();
     py::dict d;
@@ -263,13 +263,13 @@ void init_stats(py::module_& m) {
       "fn(*args) for a graph refused as a whole: counted as a fallback for `reason` (a name "
       "in fallback_reasons(); ValueError otherwise), inside a 'graphdispatch::fallback' "
       "profiler range like the runner's fallbacks.");
-  m.def(
+  testing.def(
       "emulated_capturing", [] { return emulated_capturing(); },
       "True while this thread is inside an emulated capture (its 'stream is capturing').");
-  m.def(
+  testing.def(
       "cpu_graph_capturing", [] { return cpu_graph_capturing(); },
       "True while this thread is inside a CPU graph's capture (its 'stream is capturing').");
-  m.def(
+  testing.def(
       "with_out_variants_locked",
       [](const py::function& on_locked, double seconds) {
         py::gil_scoped_release release;

@@ -55,7 +55,7 @@ def capturing() -> bool:
     device's "stream is capturing" query says."""
     from graphdispatch import _C
 
-    return _C.emulated_capturing() or _C.cpu_graph_capturing()
+    return _C._testing.emulated_capturing() or _C._testing.cpu_graph_capturing()
 
 
 def assert_same_layout(got: torch.Tensor, expected: torch.Tensor) -> None:
