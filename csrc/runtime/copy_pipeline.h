@@ -47,8 +47,7 @@ class CopyPipeline final {
   /// Pipelines of `type` made from now on take their streams from `maker` (case G8); without
   /// one, c10's stream pool serves.
   static void set_stream_maker(c10::DeviceType type, StreamMaker maker);
-  /// Forgets every pipeline without destroying it: after fork the child must not touch the
-  /// parent's streams or locks.
+  /// In a forked child: forgets every pipeline, leaked (Note [Fork] in _once.py).
   static void reset_after_fork();
 
   CopyPipeline(const CopyPipeline&) = delete;

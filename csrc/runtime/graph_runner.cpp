@@ -228,7 +228,7 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
 std::vector<c10::IValue> GraphRunner::fall_back(FallbackReason reason, const std::string& detail,
                                                 const std::vector<c10::IValue>& inputs) {
   RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
-  const auto& about = info(reason);
+  const auto& about = fallback_reason_info(reason);
   Stats::get().add_fallback(reason);
   if (options_.log && !about.logged_where_decided && state_->first_fallback(reason)) {
     // Nothing else tells a user whose values are right that no graph ever runs.
@@ -254,7 +254,7 @@ std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
                  "; signature " + entry->signature().substr(0, 600) +
                  ". The entry is disabled: calls with this signature run without a graph "
                  "(fallback " +
-                 std::string(name(FallbackReason::kVerifyMismatch)) +
+                 std::string(fallback_reason_name(FallbackReason::kVerifyMismatch)) +
                  "); this call returned the non-graph result");
   }
   auto disabled =
@@ -291,10 +291,10 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
   }
   if (entry->is_negative()) return fall_back(*entry->reason(), entry->detail(), inputs);
   if (auto overlap = entry->aliasing().static_overlap(inputs)) {
-    const auto [dynamic, fixed] = *overlap;
+    const auto [dynamic, static_input] = *overlap;
     return fall_back(FallbackReason::kAliasedInputs,
                      options_.input(dynamic) + ": " + describe_layout(inputs[dynamic].toTensor()) +
-                         " overlaps " + options_.input(fixed) +
+                         " overlaps " + options_.input(static_input) +
                          " (read in place) in memory, and the graph writes one of them",
                      inputs);
   }

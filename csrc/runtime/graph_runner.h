@@ -66,8 +66,8 @@ class GraphRunner final {
   /// miss. Takes only the cache lock, so it may run from a finalizer inside a call of this
   /// runner.
   void drop_dead_entries();
-  /// In a forked child: forgets the parent's entries without resetting their graphs, and
-  /// replaces the locks, which a parent thread may have held at fork.
+  /// In a forked child: forgets the parent's entries, leaked with their graphs, and replaces
+  /// the locks (Note [Fork] in _once.py).
   void reset_after_fork();
   const RunnerOptions& options() const { return options_; }
 

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from . import config
-from ._once import RunOnce, Setup, at_fork_in_child
+from ._once import RunOnce, Setup, register_reset_after_fork
 from .device_graphs import choose_kind, make_factory, warn_without_warmup
 from .entry_lifetime import StaticInputWatch
 from .graph_analysis import (
@@ -157,15 +157,15 @@ def run_graph_passes(gm: torch.fx.GraphModule, passes: Sequence[Callable]) -> No
     if not passes:
         return
     for graph_pass in passes:
-        made = graph_pass(gm)
+        rewrites = graph_pass(gm)
         name = _pass_name(graph_pass)
-        if made is not None and (not isinstance(made, int) or isinstance(made, bool)):
+        if rewrites is not None and (not isinstance(rewrites, int) or isinstance(rewrites, bool)):
             raise TypeError(
                 f"graphdispatch option 'graph_passes': pass {name} must return an int (rewrites"
-                f" made) or None, got {type(made).__name__} {made!r}"
+                f" made) or None, got {type(rewrites).__name__} {rewrites!r}"
             )
         with _ROUTES_LOCK:
-            _PASSES[name] = _PASSES.get(name, 0) + (made or 0)
+            _PASSES[name] = _PASSES.get(name, 0) + (rewrites or 0)
     gm.graph.lint()
     gm.recompile()
 
@@ -179,9 +179,9 @@ def clear_caches() -> None:
         _PASSES.clear()
 
 
-def _after_fork_in_child() -> None:
+def _reset_after_fork() -> None:
+    # Note [Fork] in _once.py: no lock taken, no import.
     global _FACTORIES_LOCK, _ROUTES_LOCK
-    # No lock is taken: a parent thread may have held any of them at fork.
     _FACTORIES_LOCK = threading.Lock()
     _ROUTES_LOCK = threading.Lock()
     _ROUTES.clear()  # counted with stats(), which the child starts from zero
@@ -189,14 +189,13 @@ def _after_fork_in_child() -> None:
     _FACTORIES.clear()  # the parent's pools and streams are not ours to use
     for runner in list(_RUNNERS):
         runner.reset_after_fork()
-    # No import here (it could wait on an import lock a parent thread held): if the extension
-    # is not loaded, it has no state to reset.
+    # Not loaded: it has no state to reset.
     _C = sys.modules.get(f"{__package__}._C")
     if _C is not None:
-        _C.after_fork_in_child()
+        _C.reset_after_fork()
 
 
-at_fork_in_child(_after_fork_in_child)
+register_reset_after_fork(_reset_after_fork)
 
 
 # ---- composition -----------------------------------------------------------------------------
@@ -328,7 +327,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         factory or graph_factory(kind),
         log=log.warning,
         written_inputs=effects.written,
-        random=effects.random,
+        draws_random=effects.draws_random,
         watch=watch,
         input_names=record.names,
         **runtime_options,

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from ._once import at_fork_in_child
+from ._once import register_reset_after_fork
 from .capture_hold_off import HOLD_OFF
 
 log = logging.getLogger("graphdispatch")
@@ -49,13 +49,13 @@ def npu_module() -> Any:
 _ALL_FACTORIES: weakref.WeakSet[FrameworkGraphFactory] = weakref.WeakSet()
 
 
-def _after_fork_in_child() -> None:
+def _reset_after_fork() -> None:  # Note [Fork] in _once.py
     HOLD_OFF.reset_after_fork()
     for factory in list(_ALL_FACTORIES):
         factory.reset_after_fork()
 
 
-at_fork_in_child(_after_fork_in_child)
+register_reset_after_fork(_reset_after_fork)
 
 
 class FrameworkGraph:
@@ -166,8 +166,8 @@ class FrameworkGraphFactory:
         _ALL_FACTORIES.add(self)
 
     def reset_after_fork(self) -> None:
-        # Runners keep their factory across fork: give it a new lock (a parent thread may
-        # hold the old one) and no pools (they belong to the parent's device context).
+        # Runners keep their factory across fork: a new lock and no pools (Note [Fork] in
+        # _once.py).
         self._lock = threading.RLock()
         self._pools, self._live = {}, {}
         self._warned, self._refuses_empty = set(), set()

@@ -188,7 +188,7 @@ print(json.dumps({"child": in_child(child, timeout=10)}))
     value = out["child"]["value"]
     assert value["records"] == []
     assert value["hooks"] == [
-        "graphdispatch.backend._after_fork_in_child",
-        "graphdispatch.framework_graphs._after_fork_in_child",
+        "graphdispatch.backend._reset_after_fork",
+        "graphdispatch.framework_graphs._reset_after_fork",
     ]
     assert value["steps_running"] == []
