@@ -39,7 +39,7 @@ import torch._dynamo
 
 import graphdispatch
 from graphdispatch import demo
-from graphdispatch.device_graphs import choose_kind
+from graphdispatch._device_graphs import choose_kind
 from graphdispatch.tiny_pipelines import PIPELINES, build
 
 

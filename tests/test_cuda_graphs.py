@@ -208,7 +208,7 @@ def test_a_pool_without_holder_is_replaced_after_its_last_graph(monkeypatch):
     # in the pool, capture again. Into the released id the allocator asserts (pytorch#198794);
     # the factory takes a new id instead.
     from graphdispatch import _C
-    from graphdispatch.framework_graphs import FrameworkGraphFactory
+    from graphdispatch._framework_graphs import FrameworkGraphFactory
 
     graphs = FrameworkGraphFactory("cuda")
 
@@ -312,8 +312,9 @@ def test_user_streams_never_alias_the_runtime_streams():
 
 
 def test_empty_cache_is_held_off_in_every_spelling_during_capture():
-    from graphdispatch import _C, capture_hold_off
-    from graphdispatch.backend import graph_factory
+    from graphdispatch import _C
+    from graphdispatch import _capture_hold_off as capture_hold_off
+    from graphdispatch._backend import graph_factory
 
     seen = []
 

@@ -14,7 +14,7 @@ import torch._dynamo
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.diagnose import advice
+from graphdispatch._diagnose import advice
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "diagnosing.md"
 

@@ -10,7 +10,7 @@ from cases.cases_helpers import compiled, graph_kind, runner  # noqa: F401
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.device_graphs import make_factory
+from graphdispatch._device_graphs import make_factory
 
 # Each test on both CPU graphs: the emulated one and the recorded one.
 pytestmark = pytest.mark.usefixtures("graph_kind")
@@ -218,7 +218,7 @@ def test_clear_while_another_thread_reads_does_not_deadlock(graph_kind):
     script = textwrap.dedent("""
         import threading, torch
         from graphdispatch import _C
-        from graphdispatch.device_graphs import make_factory
+        from graphdispatch._device_graphs import make_factory
         r = _C.GraphRunner(lambda x: (x + 1,), [False], make_factory(GRAPH))
         stop = threading.Event()
         def read():

@@ -2,7 +2,7 @@
 
 // Device graphs that are framework objects (torch.cuda.CUDAGraph, torch.npu.NPUGraph,
 // torch.accelerator.Graph), reached through a small Python adapter (graphdispatch/
-// framework_graphs.py) so that this code needs no device headers: the code CI compiles is the
+// _framework_graphs.py) so that this code needs no device headers: the code CI compiles is the
 // code a GPU user runs.
 
 #include "bindings/py_values.h"

@@ -34,12 +34,12 @@ class CppWrapperGraphFactory(DeviceGraphFactory):
     """Graphs of one Inductor C++-wrapper function, its generated entry called from C++ on
     replay (Note [Inductor's C++ entry] in csrc/bindings/cpp_wrapper_graph.h). ``library``: the
     loaded module exporting it (ValueError if not); ``recorder``: a
-    ``graphdispatch.cpp_wrapper.EntryCalls``."""
+    ``graphdispatch._cpp_wrapper.EntryCalls``."""
 
     def __init__(self, library: str, recorder: Any) -> None: ...
 
 class PyGraphFactory(DeviceGraphFactory):
-    """Framework graphs through a Python adapter factory (framework_graphs.py)."""
+    """Framework graphs through a Python adapter factory (_framework_graphs.py)."""
 
     def __init__(self, adapters: Any) -> None: ...
 

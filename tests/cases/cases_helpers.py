@@ -45,7 +45,7 @@ def runner(fn: Callable, is_static: list[bool], kind: str | None = None, **kwarg
     """A GraphRunner over ``fn`` (positional tensors in, a tuple out), without Dynamo, on
     ``kind`` (default: GRAPH_ONLY's graph, which tests/cases/conftest.py sets per run)."""
     from graphdispatch import _C
-    from graphdispatch.device_graphs import make_factory
+    from graphdispatch._device_graphs import make_factory
 
     return _C.GraphRunner(fn, is_static, make_factory(kind or GRAPH_ONLY["device_graph"]), **kwargs)
 

@@ -12,7 +12,7 @@ reset, eviction or deleted model leaves the next capture pointing at a released 
 framework refuses the empty graph, the pool lives as long as its graphs, and the capture after
 its last graph's release gets a new pool. A failed capture retires the pool: the next capture
 gets a new one, whatever the torch version left routed to the old one. Every capture runs
-under the capture hold-off (capture_hold_off.py).
+under the capture hold-off (_capture_hold_off.py).
 
 NPU: every captured NPUGraph holds device streams, and torch_npu runs out of them at about
 1,900 graphs per device; the factory warns once when a device's live graphs reach
@@ -31,8 +31,8 @@ from typing import Any
 
 import torch
 
+from ._capture_hold_off import HOLD_OFF
 from ._once import register_reset_after_fork
-from .capture_hold_off import HOLD_OFF
 
 log = logging.getLogger("graphdispatch")
 

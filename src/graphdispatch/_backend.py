@@ -35,10 +35,9 @@ from typing import Any
 import torch
 
 from . import config
-from ._once import RunOnce, Setup, register_reset_after_fork
-from .device_graphs import choose_kind, make_factory, warn_without_warmup
-from .entry_lifetime import StaticInputWatch
-from .graph_analysis import (
+from ._device_graphs import choose_kind, make_factory, warn_without_warmup
+from ._entry_lifetime import StaticInputWatch
+from ._graph_analysis import (
     describe_node,
     flat_output,
     graph_effects,
@@ -47,7 +46,8 @@ from .graph_analysis import (
     is_static_input,
     marked_static_address,
 )
-from .host_numbers import host_numbers, numbers_outside, take_numbers, tensors_inside
+from ._host_numbers import host_numbers, numbers_outside, take_numbers, tensors_inside
+from ._once import RunOnce, Setup, register_reset_after_fork
 
 log = logging.getLogger("graphdispatch")
 
@@ -114,9 +114,9 @@ _FACTORIES_LOCK = threading.Lock()
 def graph_factory(kind: str) -> Any:
     """One C++ graph factory per kind, shared by every runner (and so one pool per device)."""
     if kind == "cpu":
-        from . import higher_order
+        from . import _higher_order
 
-        higher_order.prepare()  # higher-order ops registered since the last graph (case C71)
+        _higher_order.prepare()  # higher-order ops registered since the last graph (case C71)
     with _FACTORIES_LOCK:
         if kind not in _FACTORIES:
             _FACTORIES[kind] = make_factory(kind)
@@ -274,11 +274,11 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     factory = None
     if route == ROUTE_GRAPH_WITH_COMPILE and kind == "cpp_wrapper":
         SETUP_INDUCTOR()
-        from . import cpp_wrapper
+        from . import _cpp_wrapper
 
-        compiled, calls = cpp_wrapper.compile_with_cpp_wrapper(gm, example_inputs)
+        compiled, calls = _cpp_wrapper.compile_with_cpp_wrapper(gm, example_inputs)
         fn = tensors_inside(compiled, numbers, example_inputs)
-        factory = cpp_wrapper.graph_factory(calls)
+        factory = _cpp_wrapper.graph_factory(calls)
     elif route == ROUTE_GRAPH_WITH_COMPILE:
         fn = tensors_inside(
             _inductor(gm, example_inputs, cudagraphs=False), numbers, example_inputs
