@@ -190,7 +190,7 @@ def regional(repeats: int, calls: int) -> dict[str, Any]:
             ("regional graph_only CPU graph", {"graph_only": True}),
         ):
             m = copy.deepcopy(model)
-            from graphdispatch.backend import _RUNNERS
+            from graphdispatch._backend import _RUNNERS
 
             before = set(_RUNNERS)
             if options is None:
@@ -226,7 +226,7 @@ def runner_overhead(
     """(µs per call the runner adds around a recorded program, inputs per call) for the inputs
     of the first double block."""
     from graphdispatch import _C
-    from graphdispatch.device_graphs import make_factory
+    from graphdispatch._device_graphs import make_factory
 
     block = model.transformer_blocks[0]
     seen: list[torch.Tensor] = []
@@ -272,7 +272,7 @@ def per_op(repeats: int, ops: int = 256) -> dict[str, float]:
     from torch.utils.cpp_extension import load_inline
 
     from graphdispatch import _C
-    from graphdispatch.device_graphs import make_factory
+    from graphdispatch._device_graphs import make_factory
 
     floor_ext = load_inline(
         "graphdispatch_bench_floor",

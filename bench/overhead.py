@@ -58,7 +58,7 @@ from results_md import write_section  # bench/ is on sys.path when run
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.device_graphs import make_factory
+from graphdispatch._device_graphs import make_factory
 
 SIZES = (1, 8, 64, 256)
 # The targets bench/RESULTS.md reports against: C++ overhead / Python overhead at most this,

@@ -44,7 +44,7 @@ from results_md import save_plot, write_section  # bench/ is on sys.path when ru
 
 import graphdispatch
 from graphdispatch import demo
-from graphdispatch.device_graphs import choose_kind
+from graphdispatch._device_graphs import choose_kind
 from graphdispatch.tiny_pipelines import PIPELINES, build
 
 SECTION = "## Diffusers pipelines, per denoising step"

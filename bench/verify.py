@@ -36,7 +36,7 @@ import torch
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.device_graphs import make_factory
+from graphdispatch._device_graphs import make_factory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_md import write_section  # noqa: E402

@@ -84,7 +84,7 @@ def check_op(op: Any, dtype: torch.dtype, limit: int) -> Outcome:
     """One op in one dtype (see the module docstring)."""
     import graphdispatch
     from graphdispatch import _C
-    from graphdispatch.device_graphs import make_factory
+    from graphdispatch._device_graphs import make_factory
 
     name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
     if "wrapper_set_seed" in getattr(getattr(op.op, "__code__", None), "co_names", ()):

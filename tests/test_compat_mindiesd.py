@@ -15,7 +15,9 @@ import torch
 from plugin.plugin_helpers import run_script
 
 import graphdispatch
-from graphdispatch import backend, config, device_graphs
+from graphdispatch import _backend as backend
+from graphdispatch import _device_graphs as device_graphs
+from graphdispatch import config
 from graphdispatch.compat import mindiesd
 from graphdispatch.compat.mindiesd import (
     CompilationConfig,
@@ -71,7 +73,7 @@ def test_import_loads_no_compile_stack_and_mindiesd_defaults():
         print(json.dumps({
             "heavy": sorted(m for m in added if m.split(".")[0] == "sympy"
                             or m.startswith(("torch._dynamo", "torch._inductor"))),
-            "backend_loaded": "graphdispatch.backend" in added,
+            "backend_loaded": "graphdispatch._backend" in added,
             "extension_loaded": "graphdispatch._C" in added,
             "defaults": {name: getattr(CompilationConfig, name) for name in NAMES},
         }))
@@ -202,7 +204,7 @@ def stub_inductor(monkeypatch):
     """Inductor replaced by the FX graph itself: routing is checked here, not Inductor's code.
     Records each compile: ``False`` for Inductor with its cudagraphs off, ``"cpp_wrapper"`` for
     the CPU's C++-wrapper compile."""
-    from graphdispatch import cpp_wrapper
+    from graphdispatch import _cpp_wrapper as cpp_wrapper
 
     calls = []
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import graphdispatch
-from graphdispatch.backend import _RUNNERS
+from graphdispatch._backend import _RUNNERS
 
 pytestmark = pytest.mark.inductor
 

@@ -208,7 +208,7 @@ def test_a_pool_without_holder_is_replaced_after_its_last_graph(monkeypatch):
     # in the pool, capture again. Into the released id the allocator asserts (pytorch#198794);
     # the factory takes a new id instead.
     from graphdispatch import _C
-    from graphdispatch.framework_graphs import FrameworkGraphFactory
+    from graphdispatch._framework_graphs import FrameworkGraphFactory
 
     graphs = FrameworkGraphFactory("cuda")
 
@@ -305,15 +305,16 @@ def test_user_streams_never_alias_the_runtime_streams():
     compiled = torch.compile(lambda x: x + 1, backend="graphdispatch", options={"graph_only": True})
     x = torch.randn(4, device="cuda")
     torch.testing.assert_close(compiled(x), x + 1)  # the pipeline (and its streams) now exist
-    ours = set(_C.pipeline_streams("cuda:0"))
+    ours = set(_C._testing.pipeline_streams("cuda:0"))
     assert len(ours) == 3
     users = {torch.cuda.Stream(priority=p).stream_id for p in (0, -1) for _ in range(64)}
     assert not ours & users
 
 
 def test_empty_cache_is_held_off_in_every_spelling_during_capture():
-    from graphdispatch import _C, capture_hold_off
-    from graphdispatch.backend import graph_factory
+    from graphdispatch import _C
+    from graphdispatch import _capture_hold_off as capture_hold_off
+    from graphdispatch._backend import graph_factory
 
     seen = []
 

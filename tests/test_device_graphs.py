@@ -13,10 +13,12 @@ import pytest
 import torch
 
 import graphdispatch
-from graphdispatch import _C, capture_hold_off, device_graphs
-from graphdispatch.capture_hold_off import HOLD_OFF
-from graphdispatch.device_graphs import choose_kind, warn_without_warmup
-from graphdispatch.framework_graphs import FrameworkGraph, FrameworkGraphFactory
+from graphdispatch import _C
+from graphdispatch import _capture_hold_off as capture_hold_off
+from graphdispatch import _device_graphs as device_graphs
+from graphdispatch._capture_hold_off import HOLD_OFF
+from graphdispatch._device_graphs import choose_kind, warn_without_warmup
+from graphdispatch._framework_graphs import FrameworkGraph, FrameworkGraphFactory
 
 
 class FakeFrameworkGraph:
@@ -418,7 +420,7 @@ def test_a_pool_without_holder_is_replaced_after_its_last_graph():
 
 
 def test_npu_warns_once_before_its_stream_budget(caplog, monkeypatch):
-    from graphdispatch import framework_graphs
+    from graphdispatch import _framework_graphs as framework_graphs
 
     monkeypatch.setattr(framework_graphs, "NPU_GRAPHS_WARNING", 3)
     graphs = FakeCudaGraphs(kind="npu")

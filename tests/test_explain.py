@@ -14,7 +14,7 @@ import torch._dynamo
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.diagnose import advice
+from graphdispatch._diagnose import advice
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "diagnosing.md"
 
@@ -24,7 +24,7 @@ def host_sync(x: torch.Tensor) -> torch.Tensor:
     """Stands in for an op a device graph cannot record (a host synchronisation): it fails
     while the (emulated or CPU graph's) stream captures, as such an op fails under CUDA stream
     capture."""
-    if _C.emulated_capturing() or _C.cpu_graph_capturing():
+    if _C._testing.emulated_capturing() or _C._testing.cpu_graph_capturing():
         raise RuntimeError("operation not permitted when stream is capturing")
     return x.clone()
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import graphdispatch
-from graphdispatch.backend import run_graph_passes
+from graphdispatch._backend import run_graph_passes
 from graphdispatch.patterns import fuse_rms_norm
 from graphdispatch.tiny_pipelines import tiny_sd3_transformer
 

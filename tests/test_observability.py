@@ -15,7 +15,7 @@ from cases.cases_helpers import GRAPH_ONLY, compiled, graph_kind, runner  # noqa
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.framework_graphs import FrameworkGraph
+from graphdispatch._framework_graphs import FrameworkGraph
 
 # Verification, budgets and warm-up on the emulated and the CPU graph.
 pytestmark = pytest.mark.usefixtures("graph_kind")
@@ -188,7 +188,7 @@ def _(x):
 def test_graph_only_compares_exactly_and_graph_with_compile_within_tolerances(
     monkeypatch, route, fallbacks
 ):
-    from graphdispatch import backend
+    from graphdispatch import _backend as backend
 
     # Inductor replaced by the FX graph itself: the tolerances are checked here, not Inductor.
     monkeypatch.setattr(backend, "_inductor", lambda gm, example_inputs, cudagraphs: gm.forward)

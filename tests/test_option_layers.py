@@ -44,7 +44,7 @@ def valid_values(option: config.Option) -> list:
 
 
 def test_names_agree():
-    assert [option.name for option in RUNTIME] == list(_C.runner_option_defaults())
+    assert [option.name for option in RUNTIME] == list(_C._testing.runner_option_defaults())
 
 
 def test_every_option_is_well_formed():
@@ -58,7 +58,7 @@ def test_every_option_is_well_formed():
 
 @pytest.mark.parametrize("option", RUNTIME, ids=lambda o: o.name)
 def test_defaults_agree(option):
-    default = _C.runner_option_defaults()[option.name]
+    default = _C._testing.runner_option_defaults()[option.name]
     assert type(default) is option.type and default == option.default
     assert config.defaults()[option.name] == option.default  # the module attribute, unchanged
 

@@ -8,7 +8,7 @@ import torch
 
 import graphdispatch
 from graphdispatch import config
-from graphdispatch.backend import choose_route
+from graphdispatch._backend import choose_route
 
 CPU_INPUTS = [torch.randn(2, 2)]
 

@@ -10,7 +10,7 @@ from cases.cases_helpers import compiled, graph_kind, runner  # noqa: F401
 
 import graphdispatch
 from graphdispatch import _C
-from graphdispatch.device_graphs import make_factory
+from graphdispatch._device_graphs import make_factory
 
 # Each test on both CPU graphs: the emulated one and the recorded one.
 pytestmark = pytest.mark.usefixtures("graph_kind")
@@ -141,7 +141,7 @@ def test_mismatch_message_shape():
         RuntimeError,
         match=r"^input mismatch at position 2: captured \[2, 3\]/float32, got \[4\]/bfloat16$",
     ):
-        _C.check_input_match(torch.zeros(2, 3), torch.zeros(4, dtype=torch.bfloat16), 2)
+        _C._testing.check_input_match(torch.zeros(2, 3), torch.zeros(4, dtype=torch.bfloat16), 2)
 
 
 def test_safe_outputs_are_clones():
@@ -218,7 +218,7 @@ def test_clear_while_another_thread_reads_does_not_deadlock(graph_kind):
     script = textwrap.dedent("""
         import threading, torch
         from graphdispatch import _C
-        from graphdispatch.device_graphs import make_factory
+        from graphdispatch._device_graphs import make_factory
         r = _C.GraphRunner(lambda x: (x + 1,), [False], make_factory(GRAPH))
         stop = threading.Event()
         def read():

@@ -1,8 +1,9 @@
 """src/graphdispatch/_C.pyi declares what the built extension has, no more and no less.
 
 The oracle is the module itself: its public functions and classes, each class's public
-methods and properties, the fallback reasons' enum members, and each function's parameter
-names as pybind11 states them in its signature line.
+methods and properties, the fallback reasons' enum members, the functions of its test-only
+submodule ``_C._testing`` (declared as a class of static functions), and each function's
+parameter names as pybind11 states them in its signature line.
 """
 
 from __future__ import annotations
@@ -36,11 +37,25 @@ def public(names) -> set[str]:
     return {n for n in names if not n.startswith("_")}
 
 
+def stub_testing() -> dict[str, ast.FunctionDef]:
+    body = stub_classes()["_testing"].body
+    return {n.name: n for n in body if isinstance(n, ast.FunctionDef)}
+
+
 def test_module_level_names_match():
     built = public(dir(_C))
-    declared = set(stub_functions()) | set(stub_classes())
+    declared = public(set(stub_functions()) | set(stub_classes()))
     assert declared == built, (
         f"only in the stub: {sorted(declared - built)}; only in _C: {sorted(built - declared)}"
+    )
+
+
+def test_testing_names_match():
+    built = public(dir(_C._testing))
+    declared = set(stub_testing())
+    assert declared == built, (
+        f"only in the stub: {sorted(declared - built)}; only in _C._testing: "
+        f"{sorted(built - declared)}"
     )
 
 
@@ -92,7 +107,11 @@ def pybind_parameters(fn) -> list[str]:
 def declared_and_built_callables():
     for name, node in stub_functions().items():
         yield name, node, getattr(_C, name)
+    for name, node in stub_testing().items():
+        yield f"_testing.{name}", node, getattr(_C._testing, name)
     for cls_name, cls_node in stub_classes().items():
+        if cls_name == "_testing":
+            continue
         for node in cls_node.body:
             if isinstance(node, ast.FunctionDef) and not node.decorator_list:
                 built = vars(getattr(_C, cls_name)).get(node.name)

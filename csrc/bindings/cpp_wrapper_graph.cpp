@@ -6,11 +6,10 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 
-#include <dlfcn.h>
-
 #include <optional>
 #include <utility>
 #include <vector>
+#include <dlfcn.h>
 
 namespace graphdispatch::bindings {
 namespace {
@@ -63,8 +62,8 @@ class CppWrapperGraph final : public DeviceGraph {
       return;
     }
     std::vector<AtenTensorHandle> in;
-    in.reserve(fixed_.size());
-    for (const auto& t : fixed_)
+    in.reserve(entry_inputs_.size());
+    for (const auto& t : entry_inputs_)
       in.push_back(torch::aot_inductor::new_tensor_handle(at::Tensor(t)));
     std::vector<AtenTensorHandle> out(outputs_.size(), nullptr);
     {
@@ -79,19 +78,19 @@ class CppWrapperGraph final : public DeviceGraph {
   }
   void reset() override {
     rerun_ = nullptr;
-    fixed_.clear();
+    entry_inputs_.clear();
     outputs_.clear();
   }
   bool runs_during_capture() const override { return true; }
   std::string describe() const override {
     if (why_not_) return "re-runs Inductor's compiled function through Python: " + *why_not_;
-    return "calls Inductor's C++ entry directly (" + std::to_string(fixed_.size()) + " inputs, " +
-           std::to_string(outputs_.size()) + " outputs)";
+    return "calls Inductor's C++ entry directly (" + std::to_string(entry_inputs_.size()) +
+           " inputs, " + std::to_string(outputs_.size()) + " outputs)";
   }
 
  private:
   // Why the recorded call (`seen`: its inputs and outputs) cannot stand for the work, or nullopt
-  // with fixed_ set (Note [Inductor's C++ entry]).
+  // with entry_inputs_ set (Note [Inductor's C++ entry]).
   std::optional<std::string> check(const py::object& seen,
                                    const std::vector<c10::IValue>& outputs) {
     auto pair = seen.cast<py::tuple>();
@@ -101,8 +100,8 @@ class CppWrapperGraph final : public DeviceGraph {
       return "it takes " + std::to_string(inputs.size()) + " inputs, the graph " +
              std::to_string(arguments_.size());
     }
-    std::vector<at::Tensor> fixed;
-    fixed.reserve(inputs.size());
+    std::vector<at::Tensor> entry_inputs;
+    entry_inputs.reserve(inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (!THPVariable_Check(inputs[i].ptr()))
         return "input " + std::to_string(i) + " is no tensor";
@@ -113,9 +112,10 @@ class CppWrapperGraph final : public DeviceGraph {
         if (!given.is_same(arguments_[i].toTensor())) {
           return "input " + std::to_string(i) + " is not the tensor the graph was given";
         }
-        fixed.push_back(non_owning(given));
+        entry_inputs.push_back(non_owning(given));
       } else if (given.dim() == 0) {
-        fixed.push_back(given.clone());  // a number of the key, as the 0-d tensor made for it
+        entry_inputs.push_back(
+            given.clone());  // a number of the key, as the 0-d tensor made for it
       } else {
         return "input " + std::to_string(i) + " stands for a number but is not 0-d";
       }
@@ -130,7 +130,7 @@ class CppWrapperGraph final : public DeviceGraph {
       }
       if (is_expanded(outputs[k].toTensor())) return "output " + std::to_string(k) + " is expanded";
     }
-    fixed_ = std::move(fixed);
+    entry_inputs_ = std::move(entry_inputs);
     return std::nullopt;
   }
 
@@ -139,8 +139,8 @@ class CppWrapperGraph final : public DeviceGraph {
   std::function<void()> rerun_;
   std::vector<c10::IValue> arguments_;
   std::optional<std::string> why_not_;
-  std::vector<at::Tensor> fixed_;     // what every replay passes, in the entry's order
-  std::vector<c10::IValue> outputs_;  // the static outputs each replay writes
+  std::vector<at::Tensor> entry_inputs_;  // what every replay passes, in the entry's order
+  std::vector<c10::IValue> outputs_;      // the static outputs each replay writes
 };
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace graphdispatch::bindings {
 // library it loads as a Python module. Its Python side (aot_autograd's runtime wrappers, then a
 // list of tensor handles built per call) costs about as much per call as our runner. A graph of
 // this kind calls that function straight from C++ on replay: the capture records the one call
-// the work made to it (`recorder`, graphdispatch.cpp_wrapper.EntryCalls) and keeps its arguments
+// the work made to it (`recorder`, graphdispatch._cpp_wrapper.EntryCalls) and keeps its arguments
 // as non-owning tensors over the same memory (the entry's input buffers and static inputs, which
 // the cache key and the lost-input checks guard), so a replay passes exactly what the capture
 // passed. It vouches only where the Python wrappers did nothing the direct call would skip: each

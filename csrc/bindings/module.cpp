@@ -8,8 +8,8 @@
 #include <torch/csrc/Exceptions.h>
 
 namespace graphdispatch::bindings {
-void init_runner(py::module_& m);
-void init_stats(py::module_& m);
+void init_runner(py::module_& m, py::module_& testing);
+void init_stats(py::module_& m, py::module_& testing);
 }  // namespace graphdispatch::bindings
 
 PYBIND11_MODULE(_C, m) {
@@ -33,8 +33,11 @@ PYBIND11_MODULE(_C, m) {
       torch::translate_exception_to_python(std::current_exception());
     }
   });
-  b::init_device_graphs(m);
+  // Hooks only graphdispatch's own tests and benches call: not part of the module's surface.
+  py::module_ testing =
+      m.def_submodule("_testing", "Test-only hooks of graphdispatch._C; not an API.");
+  b::init_device_graphs(m, testing);
   b::init_cpp_wrapper_graphs(m);
-  b::init_runner(m);
-  b::init_stats(m);
+  b::init_runner(m, testing);
+  b::init_stats(m, testing);
 }

@@ -80,7 +80,7 @@ bool PyGraphFactory::is_capturing(c10::Device device) {
   return adapters_->get().attr("is_capturing")(device_string(device)).cast<bool>();
 }
 
-void init_device_graphs(py::module_& m) {
+void init_device_graphs(py::module_& m, py::module_& testing) {
   py::class_<DeviceGraphFactory, std::shared_ptr<DeviceGraphFactory>>(m, "DeviceGraphFactory")
       .def_property_readonly("name", &DeviceGraphFactory::name);
   py::class_<EmulatedGraphFactory, DeviceGraphFactory, std::shared_ptr<EmulatedGraphFactory>>(
@@ -107,7 +107,7 @@ void init_device_graphs(py::module_& m) {
       py::arg("device_type"), py::arg("maker"),
       "Pipelines of device_type made from now on get their streams from maker(device: str), "
       "which returns a stream id no one else holds, or None for c10's stream pool (case G8).");
-  m.def(
+  testing.def(
       "pipeline_streams",
       [](const std::string& device) {
         std::vector<c10::StreamId> ids;

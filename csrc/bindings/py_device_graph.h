@@ -2,7 +2,7 @@
 
 // Device graphs that are framework objects (torch.cuda.CUDAGraph, torch.npu.NPUGraph,
 // torch.accelerator.Graph), reached through a small Python adapter (graphdispatch/
-// framework_graphs.py) so that this code needs no device headers: the code CI compiles is the
+// _framework_graphs.py) so that this code needs no device headers: the code CI compiles is the
 // code a GPU user runs.
 
 #include "bindings/py_values.h"
@@ -29,6 +29,7 @@ class PyGraphFactory final : public DeviceGraphFactory {
   std::string name_;
 };
 
-void init_device_graphs(py::module_& m);
+/// Registers the factories on `m`, the test-only hooks on `testing` (_C._testing).
+void init_device_graphs(py::module_& m, py::module_& testing);
 
 }  // namespace graphdispatch::bindings

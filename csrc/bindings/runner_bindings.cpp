@@ -75,7 +75,7 @@ py::object to_python_value(const OptionValue& value) {
 std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_static,
                                          std::shared_ptr<DeviceGraphFactory> graphs, py::object log,
                                          std::optional<std::vector<std::size_t>> written_inputs,
-                                         bool random, py::object watch,
+                                         bool draws_random, py::object watch,
                                          std::vector<std::string> input_names,
                                          const py::kwargs& by_name) {
   TORCH_CHECK_TYPE(PyCallable_Check(fn.ptr()), "fn: expected a callable, got ",
@@ -84,7 +84,7 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
   for (const auto& [name, value] : by_name) {
     set_runner_option(options, name.cast<std::string>(), to_option_value(value));
   }
-  options.random = random;
+  options.draws_random = draws_random;
   TORCH_CHECK_VALUE(input_names.empty() || input_names.size() == is_static.size(),
                     "input_names: expected one per input (", is_static.size(), ") or none, got ",
                     input_names.size());
@@ -106,13 +106,13 @@ std::shared_ptr<GraphRunner> make_runner(py::object fn, std::vector<bool> is_sta
 
 }  // namespace
 
-void init_runner(py::module_& m) {
+void init_runner(py::module_& m, py::module_& testing) {
   py::class_<GraphRunner, std::shared_ptr<GraphRunner>>(m, "GraphRunner")
       .def(py::init(&make_runner), py::arg("fn"), py::arg("is_static"), py::arg("graphs"),
            py::arg("log") = py::none(), py::arg("written_inputs") = py::none(),
-           py::arg("random") = true, py::arg("watch") = py::none(),
+           py::arg("draws_random") = true, py::arg("watch") = py::none(),
            py::arg("input_names") = std::vector<std::string>{},
-           "GraphRunner(fn, is_static, graphs, log=None, written_inputs=None, random=True, "
+           "GraphRunner(fn, is_static, graphs, log=None, written_inputs=None, draws_random=True, "
            "watch=None, input_names=[], **options): options are graphdispatch.config's runtime "
            "options by name (max_entries=4, eviction='lru', ...), each checked here; an unknown "
            "name, a wrong type or an out-of-range value raises ValueError/TypeError naming it.")
@@ -146,7 +146,8 @@ void init_runner(py::module_& m) {
           [](const GraphRunner& self, const py::args& args) -> py::object {
             auto entry = entry_for(self, args);
             if (!entry || !entry->is_negative()) return py::none();
-            return py::make_tuple(std::string(name(*entry->reason())), entry->detail());
+            return py::make_tuple(std::string(fallback_reason_name(*entry->reason())),
+                                  entry->detail());
           },
           "(reason, detail) of the negative entry for these arguments, or None.")
       .def(
@@ -162,7 +163,8 @@ void init_runner(py::module_& m) {
               py::dict d;
               d["signature"] = e->signature();
               d["captured"] = !e->is_negative();
-              d["reason"] = e->reason() ? std::string(name(*e->reason())) : std::string();
+              d["reason"] =
+                  e->reason() ? std::string(fallback_reason_name(*e->reason())) : std::string();
               d["detail"] = e->detail();
               d["bytes"] = e->bytes();
               d["shared_bytes"] = e->shared_bytes();
@@ -198,7 +200,7 @@ void init_runner(py::module_& m) {
            "callback's job.")
       .def("reset_after_fork", &GraphRunner::reset_after_fork);
 
-  m.def(
+  testing.def(
       "runner_option_defaults",
       [] {
         py::dict out;
@@ -208,11 +210,11 @@ void init_runner(py::module_& m) {
         return out;
       },
       "{name: default} of every option GraphRunner takes by name, in the runtime's order.");
-  m.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
-        py::arg("position"));
+  testing.def("check_input_match", &check_input_match, py::arg("captured"), py::arg("given"),
+              py::arg("position"));
 }
 
-void init_stats(py::module_& m) {
+void init_stats(py::module_& m, py::module_& testing) {
   m.def("stats", [] {
     auto& s = Stats::get();
     py::dict d;
@@ -263,13 +265,13 @@ void init_stats(py::module_& m) {
       "fn(*args) for a graph refused as a whole: counted as a fallback for `reason` (a name "
       "in fallback_reasons(); ValueError otherwise), inside a 'graphdispatch::fallback' "
       "profiler range like the runner's fallbacks.");
-  m.def(
+  testing.def(
       "emulated_capturing", [] { return emulated_capturing(); },
       "True while this thread is inside an emulated capture (its 'stream is capturing').");
-  m.def(
+  testing.def(
       "cpu_graph_capturing", [] { return cpu_graph_capturing(); },
       "True while this thread is inside a CPU graph's capture (its 'stream is capturing').");
-  m.def(
+  testing.def(
       "with_out_variants_locked",
       [](const py::function& on_locked, double seconds) {
         py::gil_scoped_release release;
@@ -284,7 +286,8 @@ void init_stats(py::module_& m) {
       py::arg("on_locked"), py::arg("seconds"),
       "For tests (case C67): takes the out= overload cache's lock, calls on_locked(), holds the "
       "lock `seconds` more without the GIL, then releases it.");
-  m.def("after_fork_in_child", [] {
+  // The extension's part of the fork hook (Note [Fork] in _once.py).
+  m.def("reset_after_fork", [] {
     Stats::get().reset_after_fork();
     CopyPipeline::reset_after_fork();
     reset_capture_locks_after_fork();

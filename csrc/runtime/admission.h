@@ -5,6 +5,7 @@
 #include "runtime/signature.h"
 
 #include <ATen/core/ivalue.h>
+
 #include <optional>
 #include <string>
 #include <vector>

@@ -10,8 +10,7 @@ namespace graphdispatch {
 /// valid for the life of the process. Captures on one device share its capture stream (and,
 /// for framework graphs, its pool), so two at once would record each other's kernels.
 std::mutex& capture_lock(c10::Device device);
-/// In a forked child: forgets every device's capture lock without destroying or unlocking it
-/// (a parent thread may have held one at fork).
+/// In a forked child: forgets every device's capture lock, leaked (Note [Fork] in _once.py).
 void reset_capture_locks_after_fork();
 
 /// Marks this thread as inside a capture (its warmup included) for its lifetime. A compiled

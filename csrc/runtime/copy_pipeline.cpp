@@ -89,10 +89,10 @@ CopyPipeline& CopyPipeline::for_device(c10::Device device) {
   }
   const StreamMaker maker = registry->makers[device.type()];
   lock.unlock();  // the maker may call Python: no lock of ours is held while it waits for the GIL
-  auto made = std::unique_ptr<CopyPipeline>(new CopyPipeline(device, maker));
+  auto created = std::unique_ptr<CopyPipeline>(new CopyPipeline(device, maker));
   lock.lock();
   auto& slot = registry->pipelines[device];
-  if (slot == nullptr) slot = made.release();  // else another thread's won; ours is dropped
+  if (slot == nullptr) slot = created.release();  // else another thread's won; ours is dropped
   return *slot;
 }
 

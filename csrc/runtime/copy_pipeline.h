@@ -21,7 +21,7 @@ namespace graphdispatch {
 // is ordinary memory that every later capture bakes in, freed to the device when any one
 // graph is reset (cases G1, pytorch#193402). Warmup runs on the warmup stream, and the first
 // capture makes the capture stream's workspace inside the graph pool, which graphdispatch
-// keeps alive for the process (framework_graphs.py): a reset returns that memory to the pool,
+// keeps alive for the process (_framework_graphs.py): a reset returns that memory to the pool,
 // never to the device, and later captures reuse it like any intermediate. Eager warmup then
 // never writes a workspace a live graph replays with on another thread (case G5).
 
@@ -47,8 +47,7 @@ class CopyPipeline final {
   /// Pipelines of `type` made from now on take their streams from `maker` (case G8); without
   /// one, c10's stream pool serves.
   static void set_stream_maker(c10::DeviceType type, StreamMaker maker);
-  /// Forgets every pipeline without destroying it: after fork the child must not touch the
-  /// parent's streams or locks.
+  /// In a forked child: forgets every pipeline, leaked (Note [Fork] in _once.py).
   static void reset_after_fork();
 
   CopyPipeline(const CopyPipeline&) = delete;

@@ -66,24 +66,24 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   e->device_ = device_of(inputs);
   e->pipeline_ = &CopyPipeline::for_device(e->device_);
   e->order_.emplace(e->device_);  // on the stream the buffers are allocated on
-  e->inputs_.reserve(inputs.size());
+  e->input_buffers_.reserve(inputs.size());
   const auto& known = options.written_inputs;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
     if (!v.isTensor()) {
-      e->inputs_.push_back(v);  // the value is part of the key: a constant of the graph
+      e->input_buffers_.push_back(v);  // the value is part of the key: a constant of the graph
     } else if (is_static[i]) {
       e->static_positions_.push_back(i);
       e->static_refs_.push_back(v.toTensor().storage().getWeakStorageImpl());
       e->static_data_ptrs_.push_back(v.toTensor().storage().data());
-      e->inputs_.emplace_back();
+      e->input_buffers_.emplace_back();
       if (contains(known, i)) e->static_written_.push_back(i);
     } else {
       const auto& t = v.toTensor();
       e->dynamic_positions_.push_back(i);
       e->expanded_.push_back(is_expanded(t));
       // Same strides, zero ones included: the buffer is expanded as the input is.
-      e->inputs_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
+      e->input_buffers_.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
       if (contains(known, i)) e->dynamic_written_.push_back(i);
     }
   }
@@ -98,7 +98,7 @@ std::shared_ptr<Entry> Entry::capture(const Callable& fn, const std::vector<c10:
   // capture streams against the caller's on entry and on every exit.
   std::lock_guard<std::mutex> device_lock(capture_lock(e->device_));
   CaptureScope on_this_thread;
-  RngStateGuard rng(e->device_, options.random);
+  RngStateGuard rng(e->device_, options.draws_random);
   // Autocast caches the low-precision cast of each weight until its outermost region exits: a
   // capture that read the cache would replay through memory the cache frees, and a cast made
   // by the capture would reach eager code through it. Warmup and capture cast for themselves,
@@ -160,7 +160,7 @@ std::int64_t Entry::count_bytes() const {
     if (!t.has_storage() || !counted.insert(t.storage().data()).second) return;
     bytes += static_cast<std::int64_t>(t.storage().nbytes());
   };
-  for (auto i : dynamic_positions_) add(inputs_[i].toTensor());
+  for (auto i : dynamic_positions_) add(input_buffers_[i].toTensor());
   if (auto pool = graph_->pool_bytes()) return bytes + *pool;
   const auto& outputs = outputs_.static_outputs();
   for (std::size_t k = 0; k < outputs.size(); ++k) {
@@ -188,14 +188,14 @@ void Entry::fill_buffers(const std::vector<c10::IValue>& inputs) {
   src.reserve(dynamic_positions_.size());
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    dst.push_back(copied_part(inputs_[i].toTensor(), k));
+    dst.push_back(copied_part(input_buffers_[i].toTensor(), k));
     src.push_back(copied_part(inputs[i].toTensor(), k));
   }
   pipeline_->copy(dst, src, /*on_copy_stream=*/false);
 }
 
 std::vector<c10::IValue> Entry::arguments(const std::vector<c10::IValue>& inputs) const {
-  std::vector<c10::IValue> args = inputs_;
+  std::vector<c10::IValue> args = input_buffers_;
   for (auto i : static_positions_) args[i] = inputs[i];
   return args;
 }
@@ -206,11 +206,11 @@ std::vector<c10::IValue> Entry::run_on_buffers(const Callable& fn,
   auto version = [](const at::Tensor& t) { return t._version(); };
   std::vector<std::int64_t> versions;
   versions.reserve(dynamic_positions_.size());
-  for (auto i : dynamic_positions_) versions.push_back(version(inputs_[i].toTensor()));
+  for (auto i : dynamic_positions_) versions.push_back(version(input_buffers_[i].toTensor()));
   auto outputs = fn(arguments(inputs));
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    if (version(inputs_[i].toTensor()) != versions[k] && !contains(dynamic_written_, i)) {
+    if (version(input_buffers_[i].toTensor()) != versions[k] && !contains(dynamic_written_, i)) {
       dynamic_written_.push_back(i);
     }
   }
@@ -232,8 +232,8 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
                                        const RunnerOptions& options) {
   RECORD_FUNCTION("graphdispatch::replay", std::vector<c10::IValue>());
   TORCH_INTERNAL_ASSERT(!is_negative());
-  TORCH_CHECK(inputs.size() == inputs_.size(), "input mismatch: captured ", inputs_.size(),
-              " inputs, got ", inputs.size());
+  TORCH_CHECK(inputs.size() == input_buffers_.size(), "input mismatch: captured ",
+              input_buffers_.size(), " inputs, got ", inputs.size());
   auto& stats = Stats::get();
   std::lock_guard<std::mutex> lock(mutex_);
   order_->begin();
@@ -243,7 +243,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   std::int64_t bytes = 0, skipped = 0;
   for (std::size_t k = 0; k < dynamic_positions_.size(); ++k) {
     const auto i = dynamic_positions_[k];
-    const auto& buffer = inputs_[i].toTensor();
+    const auto& buffer = input_buffers_[i].toTensor();
     const auto& given = inputs[i].toTensor();
     check_input_match(buffer, given, i);
     if (given.numel() == 0) continue;
@@ -271,7 +271,7 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   replays_.store(replays_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   for (auto i : dynamic_written_) {
     const auto& given = inputs[i].toTensor();
-    const auto& buffer = inputs_[i].toTensor();
+    const auto& buffer = input_buffers_[i].toTensor();
     if (given.data_ptr() == buffer.data_ptr()) continue;
     // Note [Outputs]: a previous output passed back in; this call's output wins.
     if (!options.safe_output_mode && outputs_.overlaps_static_outputs(given, i)) continue;

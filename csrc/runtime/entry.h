@@ -157,7 +157,7 @@ class Entry final {
   c10::Device device_{c10::kCPU};
   // Per input position: the buffer of a dynamic input, the value of a constant, None for a
   // static input (Note [Static inputs]: held weakly, in static_refs_).
-  std::vector<c10::IValue> inputs_;
+  std::vector<c10::IValue> input_buffers_;
   // Their storages, not the tensors: torch.utils.swap_tensors refuses a tensor with any weak
   // reference, C++ ones included, and module.to() / load_state_dict(assign=True) swap
   // parameters that way (case C45).

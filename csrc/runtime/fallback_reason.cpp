@@ -34,7 +34,7 @@ const std::array<FallbackReasonInfo, kFallbackReasonCount>& fallback_reasons() {
   return reasons;
 }
 
-const FallbackReasonInfo& info(FallbackReason reason) {
+const FallbackReasonInfo& fallback_reason_info(FallbackReason reason) {
   const auto& r = fallback_reasons().at(static_cast<std::size_t>(reason));
   TORCH_INTERNAL_ASSERT(r.reason == reason, "fallback_reasons() out of the enum's order");
   return r;

@@ -37,8 +37,10 @@ struct FallbackReasonInfo final {
 
 /// Every reason, in the enum's order, which is the order docs/diagnosing.md lists them.
 const std::array<FallbackReasonInfo, kFallbackReasonCount>& fallback_reasons();
-const FallbackReasonInfo& info(FallbackReason reason);
-inline std::string_view name(FallbackReason reason) { return info(reason).name; }
+const FallbackReasonInfo& fallback_reason_info(FallbackReason reason);
+inline std::string_view fallback_reason_name(FallbackReason reason) {
+  return fallback_reason_info(reason).name;
+}
 /// The reason called `name`, or nullopt for a name not in the list.
 std::optional<FallbackReason> parse_fallback_reason(std::string_view name);
 

@@ -129,41 +129,20 @@ void GraphRunner::drop_dead_entries() {
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     dead = state_->cache.take_if([&](const Entry& e) { return e.lost_static_input().has_value(); });
   }
-  if (dead.empty()) return;
-  std::lock_guard<std::mutex> lock(state_->layouts_mutex);
   for (const auto& [sig, entry] : dead) {
-    // An entry that served calls beyond its first was worth its capture (a model deleted or
-    // reloaded after use); only one that never replayed again says the input keeps moving.
-    if (entry->replays() > 1) continue;
-    auto& layout = state_->layouts[sig.layout()];
-    ++layout.lost;
-    layout.moving_position = *entry->lost_static_input();
+    state_->recaptures.on_lost(sig, *entry->lost_static_input(), entry->replays());
   }
   // `dead` is destroyed here, outside the cache lock (see clear()).
 }
 
 std::string GraphRunner::moving_static_input(const Signature& sig,
                                              const std::vector<c10::IValue>& inputs) {
-  std::lock_guard<std::mutex> lock(state_->layouts_mutex);
-  auto found = state_->layouts.find(sig.layout());
-  if (found == state_->layouts.end() || found->second.lost == 0) return "";
-  auto& layout = found->second;
-  // Bounded by the losses, not by the captures: new weights that stay alive (another instance
-  // sharing the graph) are captured whatever was lost before.
-  if (layout.lost <= options_.max_recaptures) {
-    Stats::get().recaptures.fetch_add(1, std::memory_order_relaxed);
-    return "";
-  }
-  layout.same_in_a_row = layout.last_refused == sig ? layout.same_in_a_row + 1 : 1;
-  layout.last_refused = sig;
-  if (layout.same_in_a_row >= kStableCalls) {  // settled: the budget refills (case C47)
-    layout = State::Layout{};
-    return "";
-  }
-  const auto i = layout.moving_position;
+  const auto refused = state_->recaptures.refused(sig);
+  if (!refused) return "";
+  const auto i = refused->position;
   return options_.input(i) + ": " + describe_layout(inputs[i].toTensor()) +
          " (a parameter, buffer or state tensor read in place) was freed or replaced " +
-         std::to_string(layout.lost) +
+         std::to_string(refused->lost) +
          " times, each time before a second call could replay "
          "its graph (max_recaptures=" +
          std::to_string(options_.max_recaptures) + ")";
@@ -249,7 +228,7 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
 std::vector<c10::IValue> GraphRunner::fall_back(FallbackReason reason, const std::string& detail,
                                                 const std::vector<c10::IValue>& inputs) {
   RECORD_FUNCTION("graphdispatch::fallback", std::vector<c10::IValue>());
-  const auto& about = info(reason);
+  const auto& about = fallback_reason_info(reason);
   Stats::get().add_fallback(reason);
   if (options_.log && !about.logged_where_decided && state_->first_fallback(reason)) {
     // Nothing else tells a user whose values are right that no graph ever runs.
@@ -275,7 +254,7 @@ std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
                  "; signature " + entry->signature().substr(0, 600) +
                  ". The entry is disabled: calls with this signature run without a graph "
                  "(fallback " +
-                 std::string(name(FallbackReason::kVerifyMismatch)) +
+                 std::string(fallback_reason_name(FallbackReason::kVerifyMismatch)) +
                  "); this call returned the non-graph result");
   }
   auto disabled =
@@ -312,10 +291,10 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
   }
   if (entry->is_negative()) return fall_back(*entry->reason(), entry->detail(), inputs);
   if (auto overlap = entry->aliasing().static_overlap(inputs)) {
-    const auto [dynamic, fixed] = *overlap;
+    const auto [dynamic, static_input] = *overlap;
     return fall_back(FallbackReason::kAliasedInputs,
                      options_.input(dynamic) + ": " + describe_layout(inputs[dynamic].toTensor()) +
-                         " overlaps " + options_.input(fixed) +
+                         " overlaps " + options_.input(static_input) +
                          " (read in place) in memory, and the graph writes one of them",
                      inputs);
   }

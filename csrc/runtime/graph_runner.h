@@ -6,6 +6,7 @@
 #include "runtime/entry_cache.h"
 #include "runtime/fallback_reason.h"
 #include "runtime/number_values.h"
+#include "runtime/recapture_policy.h"
 #include "runtime/runner_options.h"
 #include "runtime/signature.h"
 
@@ -13,7 +14,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,25 +23,6 @@
 #include <vector>
 
 namespace graphdispatch {
-
-// Note [Moving static inputs]
-// Static addresses are part of the key, so new weights are a new entry: one per module
-// instance sharing the graph, each replaying (case C41). A tensor that truly keeps moving (a
-// state the module reassigns every call, `self.h = f(self.h, x)`, case C35) would instead
-// capture on every call, each entry dying with the tensor it read. The runner drops an entry
-// once one of its static inputs is freed (the Python layer tells it, drop_dead_entries) or its
-// memory replaced (`param.data = ...`, seen on the next miss). An entry lost before it served
-// a second call counts as a loss for its input layout (one that served more was worth its
-// capture: a model deleted or reloaded after use). Captures of a layout that lost an entry are
-// recaptures; once it lost more than max_recaptures, calls with new addresses for that layout
-// run without a graph (fallback static_inputs_moving), with one warning naming the input.
-// Entries already captured keep replaying. PyTorch's cudagraph trees bound re-recording for
-// the same reason. Unlike theirs, the bound is not forever (case C47): weights loaded or
-// offloaded at start-up move for a while, then stay. Once kStableCalls calls in a row of a
-// falling-back layout bring the same addresses, the layout's losses are forgotten, so it
-// captures and replays again, with max_recaptures to spend when its inputs next start moving.
-// A state tensor reassigned every call never qualifies: each call's new tensor is allocated
-// while the previous one is alive, so two calls in a row never share its address.
 
 // Note [Replay]
 // A call: signature (Note [Cache key]) → lookup (a hit takes a shared lock; a miss captures
@@ -54,10 +35,6 @@ namespace graphdispatch {
 // done event (CallOrder, case G4); an evicted entry's buffers are freed only after that event.
 // With copy_stream the copies run on the device's copy stream between two events, and the host
 // never synchronises; streams and events are made once per device (Note [Workspaces]).
-
-/// Calls in a row with the same static addresses after which a layout that fell back for
-/// static_inputs_moving captures again (Note [Moving static inputs]).
-inline constexpr std::int64_t kStableCalls = 3;
 
 /// The runner of one compiled graph: signature → entry cache → entry → replay.
 ///
@@ -101,8 +78,8 @@ class GraphRunner final {
   /// miss. Takes only the cache lock, so it may run from a finalizer inside a call of this
   /// runner.
   void drop_dead_entries();
-  /// In a forked child: forgets the parent's entries without resetting their graphs, and
-  /// replaces the locks, which a parent thread may have held at fork.
+  /// In a forked child: forgets the parent's entries, leaked with their graphs, and replaces
+  /// the locks (Note [Fork] in _once.py).
   void reset_after_fork();
   const RunnerOptions& options() const { return options_; }
 
@@ -118,7 +95,8 @@ class GraphRunner final {
  private:
   using Cache = EntryCache<Signature, Entry, Signature::Hasher>;
   struct State {
-    explicit State(const RunnerOptions& o) : cache(o.max_entries, o.eviction, o.max_entry_bytes) {}
+    explicit State(const RunnerOptions& o)
+        : cache(o.max_entries, o.eviction, o.max_entry_bytes), recaptures(o.max_recaptures) {}
     Cache cache;
     std::shared_mutex cache_mutex;
     /// Held to capture or replace an entry: a key is captured once, by one thread. The
@@ -131,19 +109,8 @@ class GraphRunner final {
     }
     std::mutex warned_mutex;
     std::set<FallbackReason> warned;
-    /// Per input layout: entries lost to a freed or moved static input before serving a
-    /// second call.
-    struct Layout {
-      std::int64_t lost = 0;
-      std::size_t moving_position = 0;  // a static input whose loss was seen last
-      // Past the bound: the key of the last call that fell back, and how many calls in a row
-      // brought it.
-      std::optional<Signature> last_refused;
-      std::int64_t same_in_a_row = 0;
-    };
-    std::mutex layouts_mutex;
-    std::map<std::vector<std::int64_t>, Layout> layouts;
-    NumberValues numbers;  // under insert_mutex (Note [Numbers in the key])
+    RecapturePolicy recaptures;  // Note [Moving static inputs]
+    NumberValues numbers;        // under insert_mutex (Note [Numbers in the key])
   };
 
   void check_arity(const std::vector<c10::IValue>& inputs) const;

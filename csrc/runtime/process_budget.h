@@ -43,8 +43,8 @@ class ProcessBudget final {
   /// outside every lock (destroying one may need the GIL).
   std::vector<std::shared_ptr<Entry>> enforce(std::size_t limit, Eviction eviction,
                                               const GraphRunner* keeper, const Signature& keep);
-  /// In a forked child: a new mutex (a parent thread may have held the old one). The members
-  /// stay: the child's runners are the parent's objects.
+  /// In a forked child: a new mutex (Note [Fork] in _once.py). The members stay: the child's
+  /// runners are the parent's objects.
   void reset_after_fork();
 
  private:

@@ -63,7 +63,7 @@ Verified replay_verified(Entry& entry, const Callable& fn, const std::vector<c10
   const WrittenStatics before(inputs, static_written);
   // Both paths start from one RNG state, so random ops draw the same numbers on both; the
   // replay's draws are the call's, as without verification.
-  RngStateGuard rng(entry.device(), options.random);
+  RngStateGuard rng(entry.device(), options.draws_random);
   auto expected = fn(copies);
   rng.restore();
   const WrittenStatics after(inputs, static_written);

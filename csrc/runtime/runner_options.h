@@ -5,7 +5,6 @@
 #include <ATen/core/ivalue.h>
 
 #include <algorithm>
-
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -78,9 +77,9 @@ struct RunnerOptions final {
   }
   /// False when the callable draws no random numbers: capture then never saves, restores or
   /// locks a generator (cases C29, C33; Note [Random numbers] in rng_state_guard.h).
-  bool random = true;
+  bool draws_random = true;
   /// Captures per input layout after an entry of that layout lost a static input (Note [Moving
-  /// static inputs] in graph_runner.h); past it such calls fall back (static_inputs_moving).
+  /// static inputs] in recapture_policy.h); past it such calls fall back (static_inputs_moving).
   std::int64_t max_recaptures = 8;
   /// Replays of each entry checked against the non-graph path (Note [Verified replays]).
   std::int64_t verify_replays = 0;

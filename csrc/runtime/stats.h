@@ -46,6 +46,7 @@ class Stats final {
   /// call are left out.
   std::map<std::string, std::int64_t> fallbacks() const;
   void reset();
+  /// In a forked child (Note [Fork] in _once.py): reset(), and the entry gauges from zero.
   void reset_after_fork();
 
  private:

@@ -2,6 +2,7 @@
 // Eager ATen (the same callable run directly) is the oracle; values are compared exactly.
 
 #include "runtime/cpu_graph/cpu_graph.h"
+
 #include "runtime/graph_runner.h"
 #include "runtime/stats.h"
 

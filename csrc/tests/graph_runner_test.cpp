@@ -3,6 +3,7 @@
 // fake guard). Eager ATen is the oracle.
 
 #include "runtime/graph_runner.h"
+
 #include "runtime/stats.h"
 
 #include <ATen/ATen.h>

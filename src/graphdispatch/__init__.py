@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import config
 
 if TYPE_CHECKING:
-    from .backend import Backend
+    from ._backend import Backend
 
 __all__ = ["Backend", "check_options", "config", "explain", "reset", "stats", "warmup"]
 __version__ = "0.1.0"
@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> Any:
     if name == "Backend":
-        from .backend import Backend
+        from ._backend import Backend
 
         return Backend
     raise AttributeError(f"module 'graphdispatch' has no attribute {name!r}")
@@ -43,9 +43,9 @@ def check_options(options: Any = None, *, mode: Any = None, **kwargs: Any) -> di
 
 def explain(model_or_fn: Any, *args: Any, options: Any = None, **kwargs: Any) -> Any:
     """Compiles ``model_or_fn`` with this backend, calls it once, and returns a report of the
-    graphs, graph breaks, routes, inputs, entries and fallbacks (``graphdispatch.diagnose``;
+    graphs, graph breaks, routes, inputs, entries and fallbacks (``graphdispatch._diagnose``;
     ``str()`` is readable, ``.to_dict()`` the data). See docs/diagnosing.md."""
-    from .diagnose import explain as _explain
+    from ._diagnose import explain as _explain
 
     return _explain(model_or_fn, *args, options=options, **kwargs)
 
@@ -84,7 +84,7 @@ def stats() -> dict[str, Any]:
     inherited).
     """
     from . import _C
-    from .backend import pass_counts, route_counts
+    from ._backend import pass_counts, route_counts
 
     out = _C.stats()
     out["routes"] = route_counts()
@@ -95,7 +95,7 @@ def stats() -> dict[str, Any]:
 def reset() -> None:
     """Clears every runner's cached graphs (graphs reset, buffers freed) and all counters."""
     from . import _C
-    from .backend import clear_caches
+    from ._backend import clear_caches
 
     clear_caches()
     _C.reset_stats()

@@ -12,11 +12,8 @@ discipline of the torch_npu port, Note [Lazy loading] in _registration.py):
 There is no Dynamo setup step: by the time Dynamo calls our backend it has loaded itself, and
 we register nothing with it (its registry loads our entry point by name).
 
-After ``fork`` the child gets fresh conditions and forgets a step that was running in a parent
-thread (that thread does not exist in the child, so the step may be retried there); steps that
-had succeeded stay done. The after-fork hook takes no lock and does no logging, since a parent
-thread may have held either at fork. Re-importing this module (``importlib.reload``) keeps the
-one ``os.register_at_fork`` hook and the registry of steps and hooks.
+This module also holds the one fork hook (Note [Fork] below). Re-importing it
+(``importlib.reload``) keeps that hook and the registry of steps and hooks.
 """
 
 from __future__ import annotations
@@ -101,6 +98,27 @@ class Setup:
             step()  # a done step returns at once; an exception stops the sequence here
 
 
+# Note [Fork]
+# A forked child has one thread, the one that forked, but a copy of all the parent's memory:
+# a lock another parent thread held stays held forever, a condition keeps waiters that do not
+# exist, a setup step or a capture that thread was running stays half done, and the parent's
+# device graphs, pools and streams belong to the parent's device context. So the child,
+# before anything else runs (os.register_at_fork below, the only registration), resets:
+# - every RunOnce step (reset_after_fork): a new condition; a step a parent thread was running
+#   is forgotten and may run again, steps that succeeded stay done;
+# - the hooks registered with register_reset_after_fork, each module's _reset_after_fork:
+#   the backend's locks, route and pass counts and its factories; every runner
+#   (GraphRunner::reset_after_fork: the parent's entries forgotten, new locks); the framework
+#   graph factories (new locks, no pools) and the capture hold-off;
+# - the extension's state (_C.reset_after_fork): stats() from zero (the workspace gauge kept:
+#   the child keeps the blocks it inherited), the copy pipelines, the capture locks, the CPU
+#   graph's `out=` overload cache and the workspace's mutex, the process budget's mutex.
+# What the parent owns is replaced and leaked, never destroyed, reset or unlocked: destroying
+# a device graph or a pool would act on the parent's device context, and unlocking or
+# destroying a held mutex is undefined. For the same reason the hooks take no lock, log
+# nothing (logging takes a lock) and import nothing (the import lock). The parent is
+# unaffected, and the child's first call captures anew (docs/usage.md "Fork"; case C20).
+
 # Module state survives importlib.reload (which re-executes this file in the same namespace),
 # so a reload neither loses the steps a child must reset nor registers a second fork hook.
 _ALL: weakref.WeakSet[RunOnce] = globals().get("_ALL") or weakref.WeakSet()
@@ -109,15 +127,13 @@ _ALL: weakref.WeakSet[RunOnce] = globals().get("_ALL") or weakref.WeakSet()
 _FORK_HOOKS: dict[str, Callable[[], None]] = globals().get("_FORK_HOOKS") or {}
 
 
-def at_fork_in_child(hook: Callable[[], None]) -> None:
-    """Registers ``hook`` to run in a forked child, after the run-once steps are recreated.
-
-    The hook must take no lock that a parent thread could hold and must not log.
-    """
+def register_reset_after_fork(hook: Callable[[], None]) -> None:
+    """Registers ``hook`` to run in a forked child, after the run-once steps are recreated
+    (Note [Fork]: it takes no lock, logs nothing, imports nothing)."""
     _FORK_HOOKS[f"{hook.__module__}.{hook.__qualname__}"] = hook
 
 
-def _after_fork_in_child() -> None:
+def _reset_after_fork() -> None:
     for step in list(_ALL):
         step.reset_after_fork()
     for hook in list(_FORK_HOOKS.values()):
@@ -126,5 +142,5 @@ def _after_fork_in_child() -> None:
 
 if not globals().get("_AT_FORK_REGISTERED"):
     # Looked up at fork time: after a reload, the new version runs.
-    os.register_at_fork(after_in_child=lambda: _after_fork_in_child())
+    os.register_at_fork(after_in_child=lambda: _reset_after_fork())
     _AT_FORK_REGISTERED = True

@@ -24,6 +24,6 @@ def graphdispatch_backend(
     gm: Any, example_inputs: Any, *, mode: Any = None, options: Any = None
 ) -> Any:
     """``torch.compile(model, backend="graphdispatch", mode=..., options={...})``."""
-    from .backend import Backend
+    from ._backend import Backend
 
     return Backend(mode=mode, options=options)(gm, example_inputs)

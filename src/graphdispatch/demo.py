@@ -49,7 +49,7 @@ import torch
 import torch._dynamo
 
 import graphdispatch
-from graphdispatch.device_graphs import choose_kind
+from graphdispatch._device_graphs import choose_kind
 from graphdispatch.tiny_pipelines import PIPELINES, TinyPipeline, build
 
 # Max |route - eager| over the float32 images (values in [0, 1]).

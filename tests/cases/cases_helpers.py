@@ -45,7 +45,7 @@ def runner(fn: Callable, is_static: list[bool], kind: str | None = None, **kwarg
     """A GraphRunner over ``fn`` (positional tensors in, a tuple out), without Dynamo, on
     ``kind`` (default: GRAPH_ONLY's graph, which tests/cases/conftest.py sets per run)."""
     from graphdispatch import _C
-    from graphdispatch.device_graphs import make_factory
+    from graphdispatch._device_graphs import make_factory
 
     return _C.GraphRunner(fn, is_static, make_factory(kind or GRAPH_ONLY["device_graph"]), **kwargs)
 
@@ -55,7 +55,7 @@ def capturing() -> bool:
     device's "stream is capturing" query says."""
     from graphdispatch import _C
 
-    return _C.emulated_capturing() or _C.cpu_graph_capturing()
+    return _C._testing.emulated_capturing() or _C._testing.cpu_graph_capturing()
 
 
 def assert_same_layout(got: torch.Tensor, expected: torch.Tensor) -> None:

@@ -251,7 +251,7 @@ def test_c47_weights_that_settle_capture_again_and_replay():
             assert torch.equal(G(x), model(x))
     s = stats()
     # The 20th call brought the settled weights; three calls in a row with them (kStableCalls
-    # in csrc/runtime/graph_runner.h) refill the budget: the 22nd captures, all later replay.
+    # in csrc/runtime/recapture_policy.h) refill the budget: the 22nd captures, all later replay.
     assert s["captures"] == moving["captures"] + 1, s
     assert s["fallbacks"]["static_inputs_moving"] == moving["fallbacks"]["static_inputs_moving"] + 1
     assert s["replays"] == moving["replays"] + 19, s

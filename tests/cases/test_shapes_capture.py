@@ -9,7 +9,7 @@ import torch._dynamo
 from cases_helpers import GRAPH_ONLY, capturing, compiled, fallbacks, requires_cuda, runner, stats
 
 import graphdispatch
-from graphdispatch.backend import _RUNNERS
+from graphdispatch._backend import _RUNNERS
 
 # ---- C10: dynamic batch sizes -----------------------------------------------------------------
 

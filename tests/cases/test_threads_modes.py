@@ -226,7 +226,7 @@ C67_SCRIPT = FORK_HELPER + textwrap.dedent("""
     G(x)  # Dynamo traces in the parent; the child only captures (a forked child starts empty)
 
     locked = threading.Event()
-    holder = threading.Thread(target=_C.with_out_variants_locked, args=(locked.set, 3.0))
+    holder = threading.Thread(target=_C._testing.with_out_variants_locked, args=(locked.set, 3.0))
     holder.start()
     locked.wait()
 

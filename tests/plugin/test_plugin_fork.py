@@ -35,7 +35,7 @@ LOCK_HELD_AT_FORK = (
 import threading
 import torch
 import graphdispatch
-from graphdispatch import backend, capture_hold_off
+from graphdispatch import _backend as backend, _capture_hold_off as capture_hold_off
 from graphdispatch._once import RunOnce
 
 parent = os.getpid()
@@ -121,7 +121,7 @@ def test_child_never_replays_parent_graphs(run_py):  # C20(d)
         + """
 import torch
 import graphdispatch
-from graphdispatch import backend
+from graphdispatch import _backend as backend
 
 f = lambda x: torch.sin(x) * 3
 c = torch.compile(f, backend="graphdispatch",
@@ -168,7 +168,7 @@ def test_after_fork_hook_takes_no_lock_and_does_not_log(run_py):
 import logging, threading
 import torch
 import graphdispatch
-from graphdispatch import _once, backend
+from graphdispatch import _once, _backend as backend
 
 records = []
 class Record(logging.Handler):
@@ -188,7 +188,7 @@ print(json.dumps({"child": in_child(child, timeout=10)}))
     value = out["child"]["value"]
     assert value["records"] == []
     assert value["hooks"] == [
-        "graphdispatch.backend._after_fork_in_child",
-        "graphdispatch.framework_graphs._after_fork_in_child",
+        "graphdispatch._backend._reset_after_fork",
+        "graphdispatch._framework_graphs._reset_after_fork",
     ]
     assert value["steps_running"] == []

@@ -36,7 +36,7 @@ def test_import_loads_no_compile_stack():
         assert name not in out["added"]
     # Only our own package (and at most a few stdlib modules) is new.
     assert any(m == "graphdispatch" for m in out["added"])
-    assert "graphdispatch.backend" not in out["added"]
+    assert "graphdispatch._backend" not in out["added"]
     assert "graphdispatch._C" not in out["added"]
 
 

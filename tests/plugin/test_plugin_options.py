@@ -167,7 +167,7 @@ INVALID_THROUGH_TORCH_COMPILE = """
 import json, sys
 import torch
 import graphdispatch
-from graphdispatch import backend
+from graphdispatch import _backend as backend
 
 def attempt(**kwargs):
     torch._dynamo.reset()
@@ -227,7 +227,7 @@ def test_reduce_overhead_through_torch_compile_is_the_graph_route(run_py):
         import json
         import torch
         import graphdispatch
-        from graphdispatch import backend, config
+        from graphdispatch import _backend as backend, config
         backend._inductor = lambda gm, example_inputs, cudagraphs: gm.forward
         f = lambda x: torch.cos(x) + 1
         c = torch.compile(f, backend="graphdispatch", mode="reduce-overhead")

@@ -27,7 +27,7 @@ def test_entry_point_resolves_in_fresh_process(run_py):
     # Loading the target imports our package's light modules only: no torch module, no
     # sympy, not the backend or the extension; and it registers no operator.
     assert all(m.startswith("graphdispatch") for m in out["added"]), out["added"]
-    assert "graphdispatch.backend" not in out["added"] and "graphdispatch._C" not in out["added"]
+    assert "graphdispatch._backend" not in out["added"] and "graphdispatch._C" not in out["added"]
     assert out["new_ops"] == []
 
 
@@ -58,7 +58,7 @@ def test_compile_by_name_without_import(run_py):
     assert out["listed"] and out["registered"]
     # Resolving the name loads the light entry-point module only, not the backend.
     assert all(m.startswith("graphdispatch") for m in out["resolved_added"]), out["resolved_added"]
-    assert "graphdispatch.backend" not in out["resolved_added"]
+    assert "graphdispatch._backend" not in out["resolved_added"]
     assert out["ok"] == [True, True, True]
     assert out["stats"]["captures"] == 1 and out["stats"]["routes"] == {"graph_only": 1}
     assert out["inductor_compile_fx"] is False
@@ -86,7 +86,7 @@ def test_registration_survives_reload(run_py):
         import importlib, json, sys
         import torch
         import graphdispatch
-        from graphdispatch import _once, _registration, backend, config
+        from graphdispatch import _once, _registration, _backend as backend, config
         def compile_and_run():
             torch._dynamo.reset()
             f = lambda x: x * 3

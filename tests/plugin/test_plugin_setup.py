@@ -81,7 +81,7 @@ def test_setup_does_not_reapply_succeeded_steps():
 
 
 def test_route_setups_are_ordered_and_inductor_free_for_graph_only():
-    from graphdispatch import backend
+    from graphdispatch import _backend as backend
 
     names = {route: [s.name for s in setup.steps] for route, setup in backend.ROUTE_SETUP.items()}
     assert names == {
@@ -95,7 +95,7 @@ CONCURRENT_COMPILES = """
 import json, sys, threading
 import torch
 import graphdispatch
-from graphdispatch import backend
+from graphdispatch import _backend as backend
 
 made = []
 real_make_factory = backend.make_factory
@@ -143,7 +143,7 @@ def test_failed_route_setup_is_retried_through_backend(run_py):
         import json
         import torch
         import graphdispatch
-        from graphdispatch import backend
+        from graphdispatch import _backend as backend
 
         real = backend.LOAD_EXTENSION._fn
         calls = []
@@ -177,7 +177,7 @@ def test_graph_with_compile_setup_keeps_succeeded_steps(run_py):
     # The real two-step route setup; the Inductor step (an import, no compile) fails once.
     out = run_py("""
         import json
-        from graphdispatch import backend
+        from graphdispatch import _backend as backend
         real = backend.SETUP_INDUCTOR._fn
         calls = []
         def fail_once():

@@ -97,12 +97,12 @@ Classified classify(const std::vector<RecordedOp>& ops) {
   Classified c;
   c.kinds.assign(ops.size(), Kind::kSkip);
   c.fresh.resize(ops.size());
-  auto use = [&](const at::Tensor& t, std::int64_t step, std::optional<Origin> made) {
+  auto use = [&](const at::Tensor& t, std::int64_t step, std::optional<Origin> origin) {
     auto [it, added] = c.uses.try_emplace(storage_of(t));
     if (added) {
       c.order.push_back(storage_of(t));
-      if (made) {
-        it->second.origin = *made;
+      if (origin) {
+        it->second.origin = *origin;
         it->second.first = step;
       }
     }
@@ -121,14 +121,14 @@ Classified classify(const std::vector<RecordedOp>& ops) {
     for (const auto& r : op.returns) {
       // Per tensor of the return: one, or each of a list (`split_with_sizes_copy`,
       // `_foreach_add`, a custom op's Tensor[]; case C72), made here or not.
-      std::vector<bool> made;
-      for_each_tensor(r, [&](const at::Tensor& t) { made.push_back(use(t, step, origin)); });
-      if (r.isTensor() && made.size() == 1 && made[0] && op.held[c.fresh[i].size()]) {
+      std::vector<bool> fresh;
+      for_each_tensor(r, [&](const at::Tensor& t) { fresh.push_back(use(t, step, origin)); });
+      if (r.isTensor() && fresh.size() == 1 && fresh[0] && op.held[c.fresh[i].size()]) {
         c.uses.at(storage_of(r.toTensor())).held = true;
       }
-      for (bool m : made) any_fresh |= m;
-      all_fresh &= r.isTensor() && made.size() == 1 && made[0];
-      c.fresh[i].push_back(std::move(made));
+      for (bool f : fresh) any_fresh |= f;
+      all_fresh &= r.isTensor() && fresh.size() == 1 && fresh[0];
+      c.fresh[i].push_back(std::move(fresh));
     }
     auto& kind = c.kinds[i];
     if (origin == Origin::kAllocated) {

@@ -130,9 +130,8 @@ class CpuGraph final : public DeviceGraph {
 /// compiled function called there runs its work, which the outer capture records.
 bool& cpu_graph_capturing();
 
-/// In a forked child (docs/usage.md "Fork"), forgets the `out=` overload cache
-/// (out_variant.h) without destroying or unlocking it (a parent thread may have held its lock
-/// at fork; case C67).
+/// In a forked child: forgets the `out=` overload cache (out_variant.h), leaked, and replaces
+/// the workspace's mutex (Note [Fork] in _once.py; case C67).
 void reset_cpu_graph_after_fork();
 
 /// Runs `held` on the calling thread with the `out=` overload cache's lock taken: how a test

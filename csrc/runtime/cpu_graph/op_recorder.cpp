@@ -120,7 +120,7 @@ std::vector<bool> held_elsewhere(torch::jit::Stack::const_iterator begin,
 // Case C70: Dynamo hands a Python number it made dynamic (every float under
 // `torch.compile(dynamic=True)`, a float that changed between calls) to the graph as a 0-d
 // tensor and reads it back with `.item()`. The backend passes such an input as the number
-// (src/graphdispatch/host_numbers.py) unless the graph also uses it as a tensor: then it
+// (src/graphdispatch/_host_numbers.py) unless the graph also uses it as a tensor: then it
 // reaches here.
 const char* number_advice(const c10::OperatorHandle& op, const std::vector<c10::IValue>& given) {
   if (op.operator_name().name != "aten::_local_scalar_dense" || given.empty() ||

@@ -1,7 +1,6 @@
 #include "runtime/cpu_graph/out_variant.h"
 
 #include "runtime/cpu_graph/cpu_graph.h"
-
 #include "runtime/cpu_graph/op_recorder.h"
 
 #include <ATen/core/Tensor.h>

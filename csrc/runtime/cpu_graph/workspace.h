@@ -78,8 +78,8 @@ class Workspace final {
   /// is free and large enough (the program's storages point into it already), else another
   /// free one, else a new one.
   Lease take(const Block* preferred);
-  /// In a forked child: a new mutex (a parent thread may have held the old one); blocks leased
-  /// by a parent thread stay leased.
+  /// In a forked child: a new mutex (Note [Fork] in _once.py); blocks leased by a parent
+  /// thread stay leased.
   void reset_after_fork();
 
  private:

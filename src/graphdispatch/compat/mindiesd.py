@@ -102,13 +102,13 @@ class MindieSDBackend:
     compiler_name = "graphdispatch"
 
     def __call__(self, gm: Any, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
-        from ..backend import Backend
+        from .._backend import Backend
 
         # No options of its own: an empty Backend resolves every option from graphdispatch.config.
         return Backend()(gm, example_inputs, **kwargs)
 
     def reset(self) -> None:
-        from ..backend import clear_caches
+        from .._backend import clear_caches
 
         clear_caches()
 
@@ -122,7 +122,7 @@ def create_aclgraph_backend() -> Callable:
     takes the default route, logged, as MindIE-SD's backend does when ``npu_graph_available`` is
     False.
     """
-    from ..backend import Backend
+    from .._backend import Backend
 
     return Backend(graph_only=True, graph_with_compile=False)
 

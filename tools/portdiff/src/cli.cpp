@@ -1,10 +1,10 @@
 #include "cli.h"
 
+#include "error.h"
+
 #include <CLI/CLI.hpp>
 
 #include <map>
-
-#include "error.h"
 
 namespace portdiff {
 namespace {

@@ -1,9 +1,9 @@
 #pragma once
 
+#include "options.h"
+
 #include <optional>
 #include <string>
-
-#include "options.h"
 
 namespace portdiff {
 

@@ -1,8 +1,8 @@
 #include "git_handle.h"
 
-#include <string>
-
 #include "error.h"
+
+#include <string>
 
 namespace portdiff {
 

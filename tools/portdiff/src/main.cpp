@@ -1,10 +1,5 @@
 // portdiff: compares one change ported to other branches and writes the review report.
 
-#include <algorithm>
-#include <csignal>
-#include <cstdlib>
-#include <iostream>
-
 #include "audit/audit.h"
 #include "cli.h"
 #include "error.h"
@@ -14,6 +9,11 @@
 #include "render/render_audit.h"
 #include "render/render_find.h"
 #include "render/render_reports.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
 
 namespace {
 

@@ -1,7 +1,5 @@
 #include "pipeline.h"
 
-#include <future>
-
 #include "classify/final_files.h"
 #include "classify/interdiff.h"
 #include "classify/other_head.h"
@@ -10,6 +8,8 @@
 #include "diff/side_diff.h"
 #include "find/find.h"
 #include "git_handle.h"
+
+#include <future>
 
 namespace portdiff {
 namespace {

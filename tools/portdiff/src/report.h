@@ -1,13 +1,13 @@
 #pragma once
 
-#include <memory>
-#include <vector>
-
 #include "classify/classify.h"
 #include "diff/file_change.h"
 #include "find/find.h"
 #include "ranges/range.h"
 #include "test_scan/test_functions.h"
+
+#include <memory>
+#include <vector>
 
 namespace portdiff {
 

@@ -1,16 +1,16 @@
 // `portdiff audit`: every commit of a range looked up on each target and compared,
 // checked against `git cherry -v` where git has an answer.
 
+#include "repo_fixture.h"
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include "repo_fixture.h"
 
 namespace portdiff_test {
 namespace {

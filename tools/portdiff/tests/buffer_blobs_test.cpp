@@ -5,16 +5,17 @@
 // an edit in the last block (nothing trimmed), one far from a long common tail
 // (trimmed), a missing final newline.
 
-#include <gtest/gtest.h>
-
-#include <string>
-
 #include "diff/buffer_blobs.h"
+
 #include "diff/content.h"
 #include "diff/diff_rule.h"
 #include "git_handle.h"
 #include "git_oracle.h"
 #include "repo_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
 
 namespace portdiff_test {
 namespace {

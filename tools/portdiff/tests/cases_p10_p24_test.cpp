@@ -1,13 +1,13 @@
 // Field cases P10-P24 (tests/cases/README.md), each on a
 // repository the test builds, checked against git where git has an answer.
 
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-#include <string>
-
 #include "git_oracle.h"
 #include "repo_fixture.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
 
 namespace portdiff_test {
 namespace {

@@ -1,17 +1,17 @@
 // Round-four cases (P25–P33) of tests/cases/README.md, each against git's own answer.
 
+#include "git_oracle.h"
+#include "repo_fixture.h"
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include "git_oracle.h"
-#include "repo_fixture.h"
 
 namespace portdiff_test {
 namespace {

@@ -1,19 +1,19 @@
 // Field cases P3-P9 (tests/cases/README.md), each
 // checked against git where git has an answer.
 
-#include <fcntl.h>
+#include "git_oracle.h"
+#include "repo_fixture.h"
+
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include "git_oracle.h"
-#include "repo_fixture.h"
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace portdiff_test {
 namespace {

@@ -4,16 +4,17 @@
 // counts itself; the commits change the same lines on other baselines, as a rename,
 // differently, and with a binary file (which makes the sum rule nothing out).
 
-#include <gtest/gtest.h>
-
-#include <map>
-#include <string>
-
 #include "find/changed_line_sum.h"
+
 #include "find/patch_id.h"
 #include "git_handle.h"
 #include "git_oracle.h"
 #include "repo_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
 
 namespace portdiff_test {
 namespace {

@@ -2,13 +2,13 @@
 // the git-CLI oracle (git_oracle.h) for every file, and against the verdict each
 // scenario was built to produce.
 
-#include <gtest/gtest.h>
-
-#include <filesystem>
-#include <nlohmann/json.hpp>
-
 #include "git_oracle.h"
 #include "repo_fixture.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
 
 namespace portdiff_test {
 namespace {

@@ -1,14 +1,14 @@
 // The command line: exit codes, one-line errors, formats and --output.
 
+#include "git_oracle.h"
+#include "repo_fixture.h"
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
-
-#include "git_oracle.h"
-#include "repo_fixture.h"
 
 namespace portdiff_test {
 namespace {

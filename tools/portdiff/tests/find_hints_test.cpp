@@ -1,13 +1,13 @@
 // `find --report` compares a same-subject hint only when asked (--hints), and labels
 // it a hint in every format; git says which branches hold a real port.
 
-#include <gtest/gtest.h>
+#include "repo_fixture.h"
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
-
-#include "repo_fixture.h"
 
 namespace portdiff_test {
 namespace {

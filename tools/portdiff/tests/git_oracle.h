@@ -1,10 +1,10 @@
 #pragma once
 
+#include "repo_fixture.h"
+
 #include <map>
 #include <string>
 #include <vector>
-
-#include "repo_fixture.h"
 
 namespace portdiff_test {
 

@@ -2,16 +2,16 @@
 // on a generated repository with three release branches — a clean cherry-pick,
 // a port with a hand-resolved conflict, and a branch without the port.
 
-#include <gtest/gtest.h>
-
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-
 #include "git_handle.h"
 #include "git_oracle.h"
 #include "pipeline.h"
 #include "repo_fixture.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
 
 namespace portdiff_test {
 namespace {

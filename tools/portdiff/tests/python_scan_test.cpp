@@ -2,14 +2,15 @@
 // construct, and Python's own `ast` module as an independent oracle on one file
 // that combines them.
 
+#include "test_scan/python_scan.h"
+
+#include "repo_fixture.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
-
-#include "repo_fixture.h"
-#include "test_scan/python_scan.h"
 
 namespace portdiff_test {
 namespace {

@@ -1,14 +1,14 @@
 #include "repo_fixture.h"
 
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 namespace portdiff_test {
 namespace fs = std::filesystem;

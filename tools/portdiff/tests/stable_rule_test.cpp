@@ -3,12 +3,11 @@
 // many places, top and tail. Oracle: `git diff -U0` for every count portdiff shows,
 // and for the region reading `git diff -U0` of the region the test cuts out itself.
 
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
 #include "git_oracle.h"
 #include "repo_fixture.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace portdiff_test {
 namespace {

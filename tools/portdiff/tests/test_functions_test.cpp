@@ -1,11 +1,10 @@
 // Test-function comparison end to end: a test file ported to two branches, read
 // back from portdiff's JSON. Expectations follow from how the files were written.
 
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
 #include "repo_fixture.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace portdiff_test {
 namespace {

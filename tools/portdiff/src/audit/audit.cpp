@@ -1,16 +1,16 @@
 #include "audit/audit.h"
 
-#include <algorithm>
-#include <memory>
-#include <optional>
-#include <set>
-
 #include "error.h"
 #include "find/patch_id.h"
 #include "find/port_rules.h"
 #include "git_handle.h"
 #include "pipeline.h"
 #include "ranges/ancestry.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <set>
 
 namespace portdiff {
 namespace {

@@ -1,14 +1,14 @@
 #pragma once
 
-#include <git2.h>
-
-#include <string>
-#include <vector>
-
 #include "classify/classify.h"
 #include "find/find.h"
 #include "options.h"
 #include "ranges/range.h"
+
+#include <git2.h>
+
+#include <string>
+#include <vector>
 
 namespace portdiff {
 

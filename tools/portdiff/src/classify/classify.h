@@ -1,10 +1,10 @@
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "diff/file_change.h"
 #include "options.h"
+
+#include <string>
+#include <vector>
 
 namespace portdiff {
 

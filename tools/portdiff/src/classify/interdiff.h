@@ -1,10 +1,10 @@
 #pragma once
 
-#include <cstddef>
-#include <vector>
-
 #include "classify/classify.h"
 #include "diff/file_change.h"
+
+#include <cstddef>
+#include <vector>
 
 namespace portdiff {
 

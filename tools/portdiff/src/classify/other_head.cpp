@@ -1,10 +1,10 @@
 #include "classify/other_head.h"
 
+#include "diff/content.h"
+
 #include <optional>
 #include <string_view>
 #include <unordered_map>
-
-#include "diff/content.h"
 
 namespace portdiff {
 namespace {

@@ -1,10 +1,10 @@
 #pragma once
 
-#include <vector>
-
 #include "classify/classify.h"
 #include "git_handle.h"
 #include "ranges/range.h"
+
+#include <vector>
 
 namespace portdiff {
 

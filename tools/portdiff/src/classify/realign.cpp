@@ -1,10 +1,10 @@
 #include "classify/realign.h"
 
-#include <string_view>
-#include <unordered_map>
-
 #include "diff/content.h"
 #include "diff/diff_rule.h"
+
+#include <string_view>
+#include <unordered_map>
 
 namespace portdiff {
 namespace {

@@ -1,9 +1,9 @@
 #pragma once
 
-#include <vector>
-
 #include "classify/classify.h"
 #include "git_handle.h"
+
+#include <vector>
 
 namespace portdiff {
 

@@ -1,9 +1,9 @@
 #include "diff/collect.h"
 
-#include <utility>
-
 #include "diff/content.h"
 #include "diff/diff_rule.h"
+
+#include <utility>
 
 namespace portdiff {
 namespace {

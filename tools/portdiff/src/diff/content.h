@@ -1,9 +1,9 @@
 #pragma once
 
+#include "git_handle.h"
+
 #include <string>
 #include <string_view>
-
-#include "git_handle.h"
 
 namespace portdiff {
 

@@ -1,11 +1,11 @@
 #include "diff/diff_rule.h"
 
+#include "diff/buffer_blobs.h"
+#include "git_handle.h"
+
 #include <algorithm>
 #include <utility>
 #include <vector>
-
-#include "diff/buffer_blobs.h"
-#include "git_handle.h"
 
 namespace portdiff {
 namespace {

@@ -1,10 +1,10 @@
 #pragma once
 
-#include <cstddef>
-#include <string_view>
-
 #include "diff/content.h"
 #include "diff/file_change.h"
+
+#include <cstddef>
+#include <string_view>
 
 namespace portdiff {
 

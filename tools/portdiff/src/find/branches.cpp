@@ -1,11 +1,10 @@
 #include "find/branches.h"
 
-#include <fnmatch.h>
+#include "git_handle.h"
 
 #include <algorithm>
 #include <string_view>
-
-#include "git_handle.h"
+#include <fnmatch.h>
 
 namespace portdiff {
 namespace {

@@ -1,9 +1,9 @@
 #include "find/changed_line_sum.h"
 
+#include "git_handle.h"
+
 #include <functional>
 #include <string_view>
-
-#include "git_handle.h"
 
 namespace portdiff {
 

@@ -1,9 +1,5 @@
 #include "find/find.h"
 
-#include <algorithm>
-#include <optional>
-#include <set>
-
 #include "error.h"
 #include "find/branches.h"
 #include "find/patch_id.h"
@@ -11,6 +7,10 @@
 #include "find/progress.h"
 #include "find/reach.h"
 #include "ranges/ancestry.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
 
 namespace portdiff {
 namespace {

@@ -1,12 +1,12 @@
 #pragma once
 
+#include "git_handle.h"
+#include "options.h"
+
 #include <git2.h>
 
 #include <string>
 #include <vector>
-
-#include "git_handle.h"
-#include "options.h"
 
 namespace portdiff {
 

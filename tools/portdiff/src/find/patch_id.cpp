@@ -1,20 +1,19 @@
 #include "find/patch_id.h"
 
-#include <algorithm>
-#include <array>
-#include <cctype>
-#include <cstring>
-#include <string>
-#include <string_view>
-#include <unordered_map>
+#include "diff/content.h"
+#include "error.h"
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
 #include <memory>
-
-#include "diff/content.h"
-#include "error.h"
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 namespace portdiff {
 namespace {

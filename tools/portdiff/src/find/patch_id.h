@@ -1,11 +1,11 @@
 #pragma once
 
+#include "find/changed_line_sum.h"
+#include "git_handle.h"
+
 #include <git2.h>
 
 #include <string_view>
-
-#include "find/changed_line_sum.h"
-#include "git_handle.h"
 
 namespace portdiff {
 

@@ -1,12 +1,12 @@
 #include "find/port_rules.h"
 
-#include <vector>
-
 #include "classify/classify.h"
 #include "classify/realign.h"
 #include "diff/collect.h"
 #include "diff/side_diff.h"
 #include "ranges/range.h"
+
+#include <vector>
 
 namespace portdiff {
 

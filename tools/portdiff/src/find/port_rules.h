@@ -1,12 +1,12 @@
 #pragma once
 
+#include "diff/file_change.h"
+#include "options.h"
+
 #include <git2.h>
 
 #include <set>
 #include <string>
-
-#include "diff/file_change.h"
-#include "options.h"
 
 namespace portdiff {
 

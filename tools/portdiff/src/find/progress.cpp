@@ -1,8 +1,7 @@
 #include "find/progress.h"
 
-#include <unistd.h>
-
 #include <cstdio>
+#include <unistd.h>
 
 namespace portdiff {
 

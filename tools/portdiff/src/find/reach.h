@@ -1,13 +1,13 @@
 #pragma once
 
+#include "find/branches.h"
+
 #include <git2.h>
 
 #include <cstdint>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
-
-#include "find/branches.h"
 
 namespace portdiff {
 

@@ -1,13 +1,13 @@
 #include "ranges/ancestry.h"
 
+#include "git_handle.h"
+
 #include <algorithm>
 #include <fstream>
 #include <map>
 #include <queue>
 #include <set>
 #include <vector>
-
-#include "git_handle.h"
 
 namespace portdiff {
 namespace {

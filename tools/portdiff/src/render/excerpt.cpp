@@ -1,10 +1,10 @@
 #include "render/excerpt.h"
 
-#include <algorithm>
-#include <cstdint>
-
 #include "classify/interdiff.h"
 #include "render/quote.h"
+
+#include <algorithm>
+#include <cstdint>
 
 namespace portdiff {
 namespace {

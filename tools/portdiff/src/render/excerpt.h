@@ -1,10 +1,10 @@
 #pragma once
 
+#include "diff/file_change.h"
+
 #include <functional>
 #include <string>
 #include <vector>
-
-#include "diff/file_change.h"
 
 namespace portdiff {
 

@@ -1,9 +1,9 @@
 #include "render/markdown_text.h"
 
+#include "render/quote.h"
+
 #include <algorithm>
 #include <string_view>
-
-#include "render/quote.h"
 
 namespace portdiff {
 

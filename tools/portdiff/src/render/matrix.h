@@ -1,9 +1,9 @@
 #pragma once
 
+#include "report.h"
+
 #include <string>
 #include <vector>
-
-#include "report.h"
 
 namespace portdiff {
 

@@ -1,12 +1,11 @@
 #include "render/output.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include "error.h"
 
 #include <cerrno>
 #include <cstring>
-
-#include "error.h"
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace portdiff {
 namespace {

@@ -1,13 +1,13 @@
 #pragma once
 
+#include "options.h"
+#include "render/excerpt.h"
+#include "report.h"
+
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include "options.h"
-#include "render/excerpt.h"
-#include "report.h"
 
 namespace portdiff {
 

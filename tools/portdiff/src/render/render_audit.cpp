@@ -1,14 +1,14 @@
 #include "render/render_audit.h"
 
-#include <algorithm>
-#include <sstream>
-
 #include "git_handle.h"
 #include "render/markdown_text.h"
 #include "render/quote.h"
 #include "render/render.h"
 #include "render/render_find.h"
 #include "render/render_json.h"
+
+#include <algorithm>
+#include <sstream>
 
 namespace portdiff {
 namespace {

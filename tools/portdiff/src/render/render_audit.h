@@ -1,9 +1,9 @@
 #pragma once
 
-#include <string>
-
 #include "audit/audit.h"
 #include "options.h"
+
+#include <string>
 
 namespace portdiff {
 

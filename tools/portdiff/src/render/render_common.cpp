@@ -1,12 +1,12 @@
-#include <algorithm>
-#include <cstdio>
-
 #include "diff/side_diff.h"
 #include "git_handle.h"
 #include "render/excerpt.h"
 #include "render/markdown_text.h"
 #include "render/quote.h"
 #include "render/render.h"
+
+#include <algorithm>
+#include <cstdio>
 
 namespace portdiff {
 

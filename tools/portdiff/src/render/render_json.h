@@ -1,10 +1,10 @@
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include "options.h"
 #include "render/matrix.h"
 #include "report.h"
+
+#include <nlohmann/json.hpp>
 
 namespace portdiff {
 

@@ -1,9 +1,9 @@
-#include <sstream>
-
 #include "git_handle.h"
 #include "render/markdown_text.h"
 #include "render/quote.h"
 #include "render/render.h"
+
+#include <sstream>
 
 namespace portdiff {
 namespace {

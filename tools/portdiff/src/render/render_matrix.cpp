@@ -1,13 +1,13 @@
 #include "render/render_matrix.h"
 
-#include <algorithm>
-#include <sstream>
-
 #include "git_handle.h"
 #include "render/markdown_text.h"
 #include "render/quote.h"
 #include "render/render.h"
 #include "render/render_json.h"
+
+#include <algorithm>
+#include <sstream>
 
 namespace portdiff {
 namespace {

@@ -1,9 +1,9 @@
 #pragma once
 
-#include <string>
-
 #include "options.h"
 #include "render/matrix.h"
+
+#include <string>
 
 namespace portdiff {
 

@@ -1,10 +1,10 @@
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "options.h"
 #include "report.h"
+
+#include <string>
+#include <vector>
 
 namespace portdiff {
 

@@ -1,9 +1,9 @@
-#include <algorithm>
-#include <sstream>
-
 #include "git_handle.h"
 #include "render/quote.h"
 #include "render/render.h"
+
+#include <algorithm>
+#include <sstream>
 
 namespace portdiff {
 namespace {

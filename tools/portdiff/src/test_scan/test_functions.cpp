@@ -1,11 +1,10 @@
 #include "test_scan/test_functions.h"
 
-#include <fnmatch.h>
+#include "test_scan/python_scan.h"
 
 #include <optional>
 #include <unordered_map>
-
-#include "test_scan/python_scan.h"
+#include <fnmatch.h>
 
 namespace portdiff {
 namespace {

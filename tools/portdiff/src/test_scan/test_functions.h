@@ -1,12 +1,12 @@
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "classify/classify.h"
 #include "git_handle.h"
 #include "options.h"
 #include "ranges/range.h"
+
+#include <string>
+#include <vector>
 
 namespace portdiff {
 

@@ -53,8 +53,8 @@ class _CaptureHoldOff:
             gc.enable()
 
     def reset_after_fork(self) -> None:
-        # A capture a parent thread was running at fork does not exist in the child: undo its
-        # hold-off without the lock (a parent thread may have held it).
+        # A capture a parent thread was running at fork: its hold-off undone without the lock
+        # (Note [Fork] in _once.py).
         if self._depth:
             self._restore()
         self.__init__()

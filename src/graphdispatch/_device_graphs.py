@@ -1,10 +1,10 @@
 """Device graph kinds: which can capture on a device, which one a graph gets, and the C++
 factory that makes its graphs.
 
-Framework graphs (CUDA, NPU, torch.accelerator) are Python adapters (framework_graphs.py);
+Framework graphs (CUDA, NPU, torch.accelerator) are Python adapters (_framework_graphs.py);
 the CPU graph (``CpuGraph``, Note [CPU graph]) and the emulated graph are pure C++; the
 ``cpp_wrapper`` graph calls Inductor's generated C++ entry (Note [Inductor's C++ entry],
-cpp_wrapper.py). ``auto`` picks, for CPU inputs, the CPU graph on graph_only and the cpp_wrapper
+_cpp_wrapper.py). ``auto`` picks, for CPU inputs, the CPU graph on graph_only and the cpp_wrapper
 graph on graph_with_compile; the emulated graph is never chosen automatically.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from .cuda_streams import new_cuda_stream
-from .framework_graphs import FrameworkGraphFactory, npu_module
+from ._cuda_streams import new_cuda_stream
+from ._framework_graphs import FrameworkGraphFactory, npu_module
 
 log = logging.getLogger("graphdispatch")
 
@@ -119,12 +119,12 @@ def make_factory(kind: str) -> Any:
 
     if kind == "emulated":
         return _C.EmulatedGraphFactory()
-    # One factory per compiled function (cpp_wrapper.graph_factory), never shared.
+    # One factory per compiled function (_cpp_wrapper.graph_factory), never shared.
     assert kind != "cpp_wrapper", "cpp_wrapper graphs are made per compiled function"
     if kind == "cpu":
-        from . import higher_order
+        from . import _higher_order
 
-        higher_order.prepare()  # case C71: each higher-order op recorded or refused by name
+        _higher_order.prepare()  # case C71: each higher-order op recorded or refused by name
         return _C.CpuGraphFactory()
     if kind == "cuda":
         _C.set_stream_maker("cuda", new_cuda_stream)

@@ -139,7 +139,7 @@ class Effects:
     """What running the graph does besides computing its outputs.
 
     ``written``: positions of the inputs the graph writes to, or None when that cannot be
-    worked out. ``random``: True when an op draws from a generator (``torch.Tag.
+    worked out. ``draws_random``: True when an op draws from a generator (``torch.Tag.
     nondeterministic_seeded``: randn, dropout in training, bernoulli...), when the graph calls a
     custom op (only ATen's and prims' ops carry that tag: a custom kernel may call
     ``randn_like``, case C63), or when the ops could not be worked out; the runtime saves and
@@ -147,7 +147,7 @@ class Effects:
     """
 
     written: list[int] | None
-    random: bool
+    draws_random: bool
 
 
 def graph_effects(gm: torch.fx.GraphModule) -> Effects:
@@ -166,14 +166,14 @@ def graph_effects(gm: torch.fx.GraphModule) -> Effects:
     if mode is None:
         return Effects(None, True)
     written: set[int] = set()
-    random = False
+    draws_random = False
 
     class RecordEffects(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            nonlocal random
+            nonlocal draws_random
             kwargs = kwargs or {}
-            random = (
-                random
+            draws_random = (
+                draws_random
                 or torch.Tag.nondeterministic_seeded in func.tags
                 or func.namespace not in _TAGGED_NAMESPACES
             )
@@ -209,7 +209,7 @@ def graph_effects(gm: torch.fx.GraphModule) -> Effects:
             for i, c in enumerate(copies)
             if isinstance(c, torch.Tensor) and c.untyped_storage()._cdata in written
         ],
-        random,
+        draws_random,
     )
 
 

@@ -46,10 +46,9 @@ from typing import Any
 import torch
 
 from . import config
-from ._once import RunOnce, Setup, at_fork_in_child
-from .device_graphs import choose_kind, make_factory, warn_without_warmup
-from .entry_lifetime import StaticInputWatch
-from .graph_analysis import (
+from ._device_graphs import choose_kind, make_factory, warn_without_warmup
+from ._entry_lifetime import StaticInputWatch
+from ._graph_analysis import (
     describe_node,
     flat_output,
     graph_effects,
@@ -58,7 +57,8 @@ from .graph_analysis import (
     is_static_input,
     marked_static_address,
 )
-from .host_numbers import host_numbers, numbers_outside, take_numbers, tensors_inside
+from ._host_numbers import host_numbers, numbers_outside, take_numbers, tensors_inside
+from ._once import RunOnce, Setup, register_reset_after_fork
 
 log = logging.getLogger("graphdispatch")
 
@@ -125,9 +125,9 @@ _FACTORIES_LOCK = threading.Lock()
 def graph_factory(kind: str) -> Any:
     """One C++ graph factory per kind, shared by every runner (and so one pool per device)."""
     if kind == "cpu":
-        from . import higher_order
+        from . import _higher_order
 
-        higher_order.prepare()  # higher-order ops registered since the last graph (case C71)
+        _higher_order.prepare()  # higher-order ops registered since the last graph (case C71)
     with _FACTORIES_LOCK:
         if kind not in _FACTORIES:
             _FACTORIES[kind] = make_factory(kind)
@@ -168,15 +168,15 @@ def run_graph_passes(gm: torch.fx.GraphModule, passes: Sequence[Callable]) -> No
     if not passes:
         return
     for graph_pass in passes:
-        made = graph_pass(gm)
+        rewrites = graph_pass(gm)
         name = _pass_name(graph_pass)
-        if made is not None and (not isinstance(made, int) or isinstance(made, bool)):
+        if rewrites is not None and (not isinstance(rewrites, int) or isinstance(rewrites, bool)):
             raise TypeError(
                 f"graphdispatch option 'graph_passes': pass {name} must return an int (rewrites"
-                f" made) or None, got {type(made).__name__} {made!r}"
+                f" made) or None, got {type(rewrites).__name__} {rewrites!r}"
             )
         with _ROUTES_LOCK:
-            _PASSES[name] = _PASSES.get(name, 0) + (made or 0)
+            _PASSES[name] = _PASSES.get(name, 0) + (rewrites or 0)
     gm.graph.lint()
     gm.recompile()
 
@@ -190,9 +190,9 @@ def clear_caches() -> None:
         _PASSES.clear()
 
 
-def _after_fork_in_child() -> None:
+def _reset_after_fork() -> None:
+    # Note [Fork] in _once.py: no lock taken, no import.
     global _FACTORIES_LOCK, _ROUTES_LOCK
-    # No lock is taken: a parent thread may have held any of them at fork.
     _FACTORIES_LOCK = threading.Lock()
     _ROUTES_LOCK = threading.Lock()
     _ROUTES.clear()  # counted with stats(), which the child starts from zero
@@ -200,14 +200,13 @@ def _after_fork_in_child() -> None:
     _FACTORIES.clear()  # the parent's pools and streams are not ours to use
     for runner in list(_RUNNERS):
         runner.reset_after_fork()
-    # No import here (it could wait on an import lock a parent thread held): if the extension
-    # is not loaded, it has no state to reset.
+    # Not loaded: it has no state to reset.
     _C = sys.modules.get(f"{__package__}._C")
     if _C is not None:
-        _C.after_fork_in_child()
+        _C.reset_after_fork()
 
 
-at_fork_in_child(_after_fork_in_child)
+register_reset_after_fork(_reset_after_fork)
 
 
 # ---- composition -----------------------------------------------------------------------------
@@ -286,11 +285,11 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     factory = None
     if route == ROUTE_GRAPH_WITH_COMPILE and kind == "cpp_wrapper":
         SETUP_INDUCTOR()
-        from . import cpp_wrapper
+        from . import _cpp_wrapper
 
-        compiled, calls = cpp_wrapper.compile_with_cpp_wrapper(gm, example_inputs)
+        compiled, calls = _cpp_wrapper.compile_with_cpp_wrapper(gm, example_inputs)
         fn = tensors_inside(compiled, numbers, example_inputs)
-        factory = cpp_wrapper.graph_factory(calls)
+        factory = _cpp_wrapper.graph_factory(calls)
     elif route == ROUTE_GRAPH_WITH_COMPILE:
         fn = tensors_inside(
             _inductor(gm, example_inputs, cudagraphs=False), numbers, example_inputs
@@ -339,7 +338,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         factory or graph_factory(kind),
         log=log.warning,
         written_inputs=effects.written,
-        random=effects.random,
+        draws_random=effects.draws_random,
         watch=watch,
         input_names=record.names,
         **runtime_options,

@@ -13,7 +13,7 @@ reset, eviction or deleted model leaves the next capture pointing at a released 
 framework refuses the empty graph, the pool lives as long as its graphs, and the capture after
 its last graph's release gets a new pool. A failed capture retires the pool: the next capture
 gets a new one, whatever the torch version left routed to the old one. Every capture runs
-under the capture hold-off (capture_hold_off.py).
+under the capture hold-off (_capture_hold_off.py).
 
 NPU: every captured NPUGraph holds device streams, and torch_npu runs out of them at about
 1,900 graphs per device; the factory warns once when a device's live graphs reach
@@ -32,8 +32,8 @@ from typing import Any
 
 import torch
 
-from ._once import at_fork_in_child
-from .capture_hold_off import HOLD_OFF
+from ._capture_hold_off import HOLD_OFF
+from ._once import register_reset_after_fork
 
 log = logging.getLogger("graphdispatch")
 
@@ -50,13 +50,13 @@ def npu_module() -> Any:
 _ALL_FACTORIES: weakref.WeakSet[FrameworkGraphFactory] = weakref.WeakSet()
 
 
-def _after_fork_in_child() -> None:
+def _reset_after_fork() -> None:  # Note [Fork] in _once.py
     HOLD_OFF.reset_after_fork()
     for factory in list(_ALL_FACTORIES):
         factory.reset_after_fork()
 
 
-at_fork_in_child(_after_fork_in_child)
+register_reset_after_fork(_reset_after_fork)
 
 
 class FrameworkGraph:
@@ -167,8 +167,8 @@ class FrameworkGraphFactory:
         _ALL_FACTORIES.add(self)
 
     def reset_after_fork(self) -> None:
-        # Runners keep their factory across fork: give it a new lock (a parent thread may
-        # hold the old one) and no pools (they belong to the parent's device context).
+        # Runners keep their factory across fork: a new lock and no pools (Note [Fork] in
+        # _once.py).
         self._lock = threading.RLock()
         self._pools, self._live = {}, {}
         self._warned, self._refuses_empty = set(), set()

@@ -4,7 +4,7 @@ An entry holds its static inputs (parameters, buffers, state tensors) weakly, so
 model frees its weights; this watch then tells the runner to drop the entries that read them,
 freeing their buffers and graph memory without ``graphdispatch.reset()``. It is also how the
 runner learns that a state tensor the module reassigns every call has moved (Note [Moving
-static inputs] in csrc/runtime/graph_runner.h).
+static inputs] in csrc/runtime/recapture_policy.h).
 
 Why the storage and not the tensor. ``torch.utils.swap_tensors`` (what ``module.to()`` and
 ``load_state_dict(assign=True)`` use under ``torch.__future__.set_swap_module_params_on_

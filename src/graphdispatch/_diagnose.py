@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .graph_analysis import describe_node
+from ._graph_analysis import describe_node
 
 # A graph break is not a fallback (each side is captured and replayed), but costs a launch.
 GRAPH_BREAK_ADVICE = (
@@ -219,7 +219,7 @@ def explain(
     import graphdispatch
 
     from . import config
-    from .backend import Backend
+    from ._backend import Backend
     from .serving import stats_delta
 
     chosen = {"graph_only": True}  # on the CPU, device_graph "auto" is the CPU graph
