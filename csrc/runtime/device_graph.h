@@ -77,7 +77,7 @@ inline bool& emulated_capturing() {
 /// The stand-in that records nothing: same static-buffer semantics, and replay re-runs the work
 /// into the static outputs. It serves work the CPU graph cannot record (Inductor's compiled
 /// kernels, which are not dispatcher ops) and tests of the runtime's rules apart from any
-/// recording. Never chosen automatically (Note [Routes] in backend.py).
+/// recording. Never chosen automatically (Note [Routes] in _backend.py).
 class EmulatedGraph final : public DeviceGraph {
  public:
   void capture_begin(std::function<void()> rerun) override {

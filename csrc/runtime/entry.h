@@ -51,8 +51,8 @@ namespace graphdispatch {
 // 2. Warmup: warmup_iters eager runs on the buffers on the device's warmup stream, never the
 //    capture stream (Note [Workspaces]; cases G1, G5).
 // 3. Recording: one run on the capture stream into the device's graph pool (framework graphs:
-//    framework_graphs.py, cases G2, G3, G6), garbage collection and every public empty_cache
-//    held off meanwhile (capture_hold_off.py). Static inputs the graph writes are saved first
+//    _framework_graphs.py, cases G2, G3, G6), garbage collection and every public empty_cache
+//    held off meanwhile (_capture_hold_off.py). Static inputs the graph writes are saved first
 //    and put back after, so the call's own replay writes them once (Note [Static inputs that
 //    are written]).
 // Whatever throws between capture_begin and capture_end is aborted (the stream no longer
