@@ -34,6 +34,16 @@ def clone(v):
     return v.clone()
 
 
+def seeded_exact(compiled, fn, x, seed):
+    """``compiled(x)`` against ``fn(x)`` from the same seed, bit for bit; returns the pair."""
+    torch.manual_seed(seed)
+    expected = fn(x)
+    torch.manual_seed(seed)
+    got = compiled(x)
+    exact(got, expected)
+    return got, expected
+
+
 class Counts:
     """stats() deltas: replays since the start, and no fallback of any reason."""
 
@@ -355,12 +365,7 @@ def test_custom_op_drawing_random_numbers_with_other_entries():
         for k in range(6):
             for b in (2, 4):
                 x = torch.randn(b, 8)
-                torch.manual_seed(100 + k)
-                expected = f(x)
-                torch.manual_seed(100 + k)
-                got = G(x)
-                exact(got, expected)
-                held.append((got, expected))
+                held.append(seeded_exact(G, f, x, 100 + k))
                 exact(Gw(x), fn_wide(x))
         for got, expected in held:
             exact(got, expected)
@@ -626,12 +631,7 @@ def test_random_ops_in_graphs_interleaved_with_other_entries():
         for k in range(5):
             for b in (2, 5):
                 x = torch.randn(b, 8)
-                torch.manual_seed(1000 + k)
-                expected = f(x)
-                torch.manual_seed(1000 + k)
-                got = G(x)
-                exact(got, expected)
-                held.append((got, expected))
+                held.append(seeded_exact(G, f, x, 1000 + k))
                 z = torch.randn(30, 8)
                 exact(Gw(z), fn_wide(z))
         for got, expected in held:
