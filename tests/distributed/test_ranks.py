@@ -57,9 +57,13 @@ def test_c26_two_ranks_capture_in_lockstep_and_replay(tmp_path, kind):
         # Two signatures (batch 3 and 2), each captured once; every call a replay.
         assert stats["captures"] == 2 and stats["replays"] == 6, stats
     # Lockstep: the same shapes in the same order on both ranks, so the collectives inside the
-    # warmup, capture and replays pair up.
+    # warmup, capture and replays pair up. Bytes held may differ: whether gloo's work still
+    # holds the all_reduce's input when the capture ends (its thread's timing) decides whether
+    # that intermediate goes to the entry's arena or the shared workspace (Note [Shared
+    # workspace]); both replay the same values.
     assert ranks[0]["shapes"] == ranks[1]["shapes"]
-    assert ranks[0]["stats"] == ranks[1]["stats"]
+    counters = [{k: v for k, v in r["stats"].items() if k != "entry_bytes"} for r in ranks]
+    assert counters[0] == counters[1]
 
 
 @KINDS
