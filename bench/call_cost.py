@@ -1,10 +1,13 @@
-"""What one call of the tiny Flux transformer costs on each route, split into its parts.
+"""What one call of each pipeline's denoiser costs on each route, split into its parts.
 
-    .venv/bin/python bench/call_cost.py [--repeats 9] [--calls 50] [--no-write]
+    .venv/bin/python bench/call_cost.py [--models flux sd3 sd] [--repeats 9] [--calls 50]
+                                        [--no-write]
 
-The forward of bench/cpu_graph.py (``flux_call(1, 2)``: 1 double and 2 single blocks, called
-with the arguments FluxPipeline passes it in one step, under ``torch.no_grad()``), on five
-routes: eager; ``torch.compile(backend="eager")`` (Dynamo, no compiler); Inductor ``default``;
+The denoisers of bench/pipelines.py, each called with the arguments its pipeline passes it in
+one step, under ``torch.no_grad()`` (``cpu_graph.denoiser_call``): the tiny Flux transformer of
+bench/cpu_graph.py (1 double and 2 single blocks), the demo's tiny SD3 transformer and its tiny
+SD UNet (batch 2: classifier-free guidance). Each on five routes: eager;
+``torch.compile(backend="eager")`` (Dynamo, no compiler); Inductor ``default``;
 graphdispatch ``graph_only`` (the CPU graph); graphdispatch ``graph_with_compile`` (on the CPU:
 Inductor's C++ wrapper, its entry called from our C++ on replay).
 
@@ -45,8 +48,14 @@ callable, the callable minus the replay) are measured paired: in each repeat the
 right after the other's, the difference per repeat, its median over the repeats; the parts
 then add up to the call within the noise, not exactly. Every route's output is compared with
 eager's; graphdispatch's counters must show a replay for every timed call and no fallback.
+
+**The floor** of a route that runs Inductor's kernels: ``default``'s kernels alone against its
+whole call. Removing every cost around the kernels (Dynamo, guards, Python wrappers, our runner)
+brings a call no lower; below it only faster kernels go.
+
 Writes the section ``## What a call costs`` of bench/RESULTS.md and the plot
-``bench/plots/call_cost.png`` (stacked bars per route) unless ``--no-write``.
+``bench/plots/call_cost.png`` (stacked bars per route and model, as a share of eager's call)
+unless ``--no-write``.
 """
 
 from __future__ import annotations
@@ -61,7 +70,7 @@ from typing import Any
 
 import torch
 import torch._dynamo
-from cpu_graph import flux_call, interleaved, sample, thread_us  # bench/ is on sys.path
+from cpu_graph import denoiser_call, interleaved, sample, thread_us  # bench/ is on sys.path
 from results_md import save_plot, write_section
 
 import graphdispatch
@@ -69,6 +78,16 @@ import graphdispatch
 SECTION = "## What a call costs"
 PARTS = ("guards", "Dynamo", "ours", "kernels")
 GUARD_LOOPS = 20  # a guard check is short: each sample times this many
+# Per model: its label, its words, and how to build it with its call.
+MODELS: dict[str, tuple[str, str, Callable[[], tuple[torch.nn.Module, tuple, dict]]]] = {
+    "flux": (
+        "Flux",
+        "tiny Flux transformer forward (1 double + 2 single blocks)",
+        lambda: denoiser_call("flux", num_layers=1, num_single_layers=2),
+    ),
+    "sd3": ("SD3", "tiny SD3 transformer forward (the demo's)", lambda: denoiser_call("sd3")),
+    "sd": ("SD", "tiny SD UNet forward (the demo's, batch 2)", lambda: denoiser_call("sd")),
+}
 
 
 class Recorder:
@@ -160,8 +179,9 @@ def compile_route(
     return run
 
 
-def measure(repeats: int, calls: int) -> dict[str, Any]:
-    model, args, kwargs = flux_call(1, 2)
+def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
+    torch._dynamo.reset()
+    model, args, kwargs = MODELS[key][2]()
     with torch.no_grad():
         expected = sample(model(*args, **kwargs))
         runs: dict[tuple[str, bool], dict[str, Any]] = {}
@@ -242,15 +262,15 @@ def split(times: dict[str, float], name: str, filtered: bool = False) -> dict[st
     }
 
 
-def report(r: dict[str, Any], repeats: int, calls: int) -> tuple[str, list[str], dict]:
+def report(key: str, r: dict[str, Any]) -> tuple[str, list[str], dict]:
+    """One model's table, its verdicts (each naming the model) and its parts per route."""
     times = r["times"]
     names = ["eager", *ROUTES]
     parts = {name: split(times, name) for name in names}
     filtered = {name: split(times, name, True) for name in ROUTES}
     eager = parts["eager"]["total"]
     lines = [
-        f"median of {repeats} repeats x {calls} calls, µs of thread CPU time per call, 1 thread",
-        "tiny Flux transformer forward (1 double + 2 single blocks)",
+        MODELS[key][1],
         "",
         f"{'route':34} {'call':>8} {'guards':>7} {'Dynamo':>7} {'ours':>7} {'kernels':>8} "
         f"{'x eager':>8}",
@@ -279,13 +299,16 @@ def report(r: dict[str, Any], repeats: int, calls: int) -> tuple[str, list[str],
         "max |out - eager|: " + ", ".join(f"{k} {v:.1e}" for k, v in r["diffs"].items()),
         f"graphdispatch while timed: {r['replays']} replays of {r['expected_replays']} runner "
         f"calls, {r['captures']} captures, fallbacks {r['fallbacks'] or 'none'}",
-        f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, "
-        f"load average {os.getloadavg()[0]:.1f} at the end",
     ]
     e, g = parts["backend=eager"], parts["graph_only (CPU graph)"]
     w = parts["graph_with_compile (cpp_wrapper)"]
     fg, fw = filtered["graph_only (CPU graph)"], filtered["graph_with_compile (cpp_wrapper)"]
+    d = parts["default (Inductor)"]
     verdicts = [
+        f"the floor: `default`'s kernels alone are {d['kernels'] / d['total']:.2f}x its call; "
+        f"`graph_with_compile` {w['total'] / d['total']:.2f}x `default` (its kernels "
+        f"{w['kernels'] / d['total']:.2f}x, the rest "
+        f"{(w['total'] - w['kernels']) / d['total']:.2f}x)",
         f"Dynamo around the call, guards included: {e['guards'] + e['Dynamo']:.0f} µs "
         f"(`backend=eager`; guards {e['guards']:.0f} µs), {g['guards'] + g['Dynamo']:.0f} µs "
         f"(`graph_only`), {w['guards'] + w['Dynamo']:.0f} µs (`graph_with_compile`)",
@@ -295,49 +318,74 @@ def report(r: dict[str, Any], repeats: int, calls: int) -> tuple[str, list[str],
         f"{fw['total'] / w['total']:.2f}x (`graph_with_compile`); the guard check alone "
         f"{fg['guards'] / g['guards']:.2f}x and {fw['guards'] / w['guards']:.2f}x",
     ]
-    return "\n".join(lines), verdicts, parts
+    return "\n".join(lines), [f"{MODELS[key][0]}: {v}" for v in verdicts], parts
 
 
-def plot(parts: dict[str, dict[str, float]]) -> str:
-    names = list(parts)
+def plot(parts: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Stacked bars of each part per route, grouped by model, as a share of eager's call."""
+    routes = ["eager", *ROUTES]
 
     def draw(ax: Any) -> None:
-        bottom = [0.0] * len(names)
-        for part in PARTS:
-            values = [max(parts[n][part], 0.0) for n in names]
-            ax.bar(range(len(names)), values, 0.6, bottom=bottom, label=part)
-            bottom = [b + v for b, v in zip(bottom, values)]
-        ax.set_xticks(range(len(names)), [n.replace(" (", "\n(") for n in names], fontsize=8)
-        ax.set_ylabel("µs of thread CPU time per call")
-        ax.set_title("One call of the tiny Flux transformer, split by part (1 thread)")
+        x, labels = [], []
+        for m, key in enumerate(parts):
+            x += [m * (len(routes) + 1) + i for i in range(len(routes))]
+            labels += [f"{MODELS[key][0]}\n{r.split(' (')[0]}" for r in routes]
+        for p, part in enumerate(PARTS):
+            values, bottom = [], []
+            for model in parts.values():
+                eager = model["eager"]["total"]
+                for r in routes:
+                    values.append(max(model[r][part], 0.0) / eager)
+                    bottom.append(sum(max(model[r][q], 0.0) for q in PARTS[:p]) / eager)
+            ax.bar(x, values, 0.8, bottom=bottom, label=part, color=f"C{p}")
+        ax.set_xticks(x, labels, fontsize=6, rotation=90)
+        ax.set_ylabel("share of eager's call (thread CPU time)")
+        ax.set_title("One denoiser call, split by part, per route and model (1 thread)")
         ax.legend()
 
-    return save_plot("call_cost", draw)
+    return save_plot("call_cost", draw, size=(10, 5))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="bench/call_cost.py", description=__doc__.split("\n\n")[0]
     )
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    r = measure(args.repeats, args.calls)
-    text, verdicts, parts = report(r, args.repeats, args.calls)
-    print(text)
-    print("\n".join(verdicts))
-    assert not r["fallbacks"] and r["replays"] == r["expected_replays"], "not every call replayed"
+    texts, verdicts, parts = [], [], {}
+    for key in args.models:
+        r = measure(key, args.repeats, args.calls)
+        text, said, parts[key] = report(key, r)
+        print(text + "\n" + "\n".join(said), flush=True)
+        texts.append(text)
+        verdicts += said
+        assert not r["fallbacks"] and r["replays"] == r["expected_replays"], (
+            f"{key}: not every call replayed"
+        )
+    text = "\n\n".join(
+        [
+            f"median of {args.repeats} repeats x {args.calls} calls, µs of thread CPU time per "
+            "call, 1 thread",
+            *texts,
+            f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} "
+            f"cores, load average {os.getloadavg()[0]:.1f} at the end",
+        ]
+    )
     if not args.no_write:
         link = plot(parts)
         body = (
             f"{SECTION}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python "
-            f"bench/call_cost.py --repeats {args.repeats} --calls {args.calls}\n```\n\n"
+            f"bench/call_cost.py --models {' '.join(args.models)} --repeats {args.repeats} "
+            f"--calls {args.calls}\n```\n\n"
             "See the docstring of bench/call_cost.py for how each part is measured: `guards` "
             "is the cache entry's guard check alone, `Dynamo` the rest of the call outside "
             "the compiled callable, `ours` graphdispatch's runner around the replay, "
-            "`kernels` the compiled function or the replay alone.\n\n"
+            "`kernels` the compiled function or the replay alone; `the floor` is what a call "
+            "running Inductor's kernels costs with nothing around them.\n\n"
             f"![per-call cost by part]({link})\n\n```\n{text}\n```\n\n"
             + "\n".join(f"- {v}" for v in verdicts)
             + "\n"

@@ -59,15 +59,15 @@ from graphdispatch.tiny_pipelines import build
 SECTION = "## CPU graph"
 
 
-def flux_call(num_layers: int, num_single_layers: int) -> tuple[torch.nn.Module, tuple, dict]:
-    """A tiny Flux transformer and the arguments FluxPipeline gives it in one step."""
-    from diffusers import FluxTransformer2DModel
-
-    tiny = build("flux", torch.device("cpu"), 2)
-    config = dict(tiny.model.config)
-    config.update(num_layers=num_layers, num_single_layers=num_single_layers)
-    torch.manual_seed(0)
-    model = FluxTransformer2DModel.from_config(config).eval()
+def denoiser_call(key: str, **config: Any) -> tuple[torch.nn.Module, tuple, dict]:
+    """The denoiser of the tiny pipeline ``key`` (``tiny_pipelines.PIPELINES``) and the arguments
+    the pipeline gives it in its first denoising step. With ``config``, a fresh model (seed 0) of
+    the denoiser's config with those entries replaced, called with the same arguments."""
+    tiny = build(key, torch.device("cpu"), 2)
+    model = tiny.model
+    if config:
+        torch.manual_seed(0)
+        model = type(model).from_config({**model.config, **config}).eval()
     seen: dict[str, Any] = {}
 
     def keep(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
@@ -79,6 +79,11 @@ def flux_call(num_layers: int, num_single_layers: int) -> tuple[torch.nn.Module,
     hook.remove()
     args, kwargs = seen["call"]
     return model, args, kwargs
+
+
+def flux_call(num_layers: int, num_single_layers: int) -> tuple[torch.nn.Module, tuple, dict]:
+    """A tiny Flux transformer of that many double and single blocks, and its call."""
+    return denoiser_call("flux", num_layers=num_layers, num_single_layers=num_single_layers)
 
 
 def thread_us(fn: Callable[[], Any], calls: int) -> float:
