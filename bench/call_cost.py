@@ -46,7 +46,10 @@ Thread CPU time of the calling thread (``time.thread_time``), 1 intra-op thread,
 ratios from the one run. The two differences of long calls (the call minus the compiled
 callable, the callable minus the replay) are measured paired: in each repeat the one's calls
 right after the other's, the difference per repeat, its median over the repeats; the parts
-then add up to the call within the noise, not exactly. Every route's output is compared with
+then add up to the call within the noise, not exactly (``parts/call`` says how closely). The
+noise grows with the call: on the UNet, a few ms a call of which the parts around the kernels
+are a few hundred µs, read ``call`` and ``kernels`` (each timed directly) before the split of
+the rest. Every route's output is compared with
 eager's; graphdispatch's counters must show a replay for every timed call and no fallback.
 
 **The floor** of a route that runs Inductor's kernels: ``default``'s kernels alone against its
@@ -273,13 +276,14 @@ def report(key: str, r: dict[str, Any]) -> tuple[str, list[str], dict]:
         MODELS[key][1],
         "",
         f"{'route':34} {'call':>8} {'guards':>7} {'Dynamo':>7} {'ours':>7} {'kernels':>8} "
-        f"{'x eager':>8}",
+        f"{'x eager':>8} {'parts/call':>10}",
     ]
     for name in names:
         p = parts[name]
         lines.append(
             f"{name:34} {p['total']:8.1f} {p['guards']:7.1f} {p['Dynamo']:7.1f} "
-            f"{p['ours']:7.1f} {p['kernels']:8.1f} {p['total'] / eager:8.2f}"
+            f"{p['ours']:7.1f} {p['kernels']:8.1f} {p['total'] / eager:8.2f} "
+            f"{sum(p[q] for q in PARTS) / p['total']:10.2f}"
         )
     lines += [
         "",
