@@ -4,6 +4,8 @@ reordering; compiles are few and tiny (Inductor is slow on two cores)."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 
@@ -57,3 +59,49 @@ def test_an_output_viewing_an_input_and_a_written_input_rerun_through_python():
     assert stats["captures"] == 1 and stats["replays"] == 3 and stats["fallbacks"] == {}, stats
     (graph,) = graphs()
     assert graph.startswith("re-runs Inductor's compiled function through Python: "), graph
+
+
+def literal16(x):
+    return x * torch.tensor([i / 7 for i in range(16)])  # 16 elements: an Inductor constant
+
+
+# C77: Inductor's Python side appends its constants (a literal of 16 or more elements, frozen
+# parameters) to the entry's arguments, which a direct call would not pass.
+@pytest.mark.parametrize("freezing", [False, True], ids=["literal", "freezing"])
+def test_c77_graphs_with_inductor_constants_rerun_through_python(freezing, caplog):
+    model = torch.nn.Linear(16, 16).eval()
+    fn = model if freezing else literal16
+    caplog.set_level(logging.INFO, logger="graphdispatch")
+    with torch._inductor.config.patch(freezing=freezing), torch.no_grad():
+        compiled = torch.compile(fn, backend="graphdispatch", options={"graph_with_compile": True})
+        for _ in range(3):
+            x = torch.randn(2, 16)
+            torch.testing.assert_close(compiled(x), fn(x))
+    stats = graphdispatch.stats()
+    assert stats["captures"] == 1 and stats["replays"] == 3 and stats["fallbacks"] == {}, stats
+    assert graphs() == [""]  # the emulated graph: the compiled function re-run, Python and all
+    assert (
+        "cpp_wrapper graph re-runs the compiled function: Inductor's C++ entry takes constants "
+        "besides the graph's inputs" in caplog.text
+    )
+
+
+def float_region(x, w):
+    with torch.autocast("cpu", enabled=False):  # conv_tbc: called through the dispatcher
+        return torch.conv_tbc(x.float(), w.float(), torch.zeros(w.shape[2])) * 1.0
+
+
+# C76 on the direct call: the entry runs with autocast excluded, as aot_autograd's wrapper runs
+# it; the ops it calls through the dispatcher would otherwise cast again.
+def test_c76_autocast_off_region_under_autocast_calls_the_entry_directly():
+    compiled = torch.compile(
+        float_region, backend="graphdispatch", options={"graph_with_compile": True}
+    )
+    with torch.no_grad():
+        for _ in range(3):
+            x, w = torch.randn(6, 2, 16), torch.randn(3, 16, 8)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                torch.testing.assert_close(compiled(x, w), float_region(x, w))
+    stats = graphdispatch.stats()
+    assert stats["captures"] == 1 and stats["replays"] == 3 and stats["fallbacks"] == {}, stats
+    assert graphs() == ["calls Inductor's C++ entry directly (2 inputs, 1 outputs)"]

@@ -3,6 +3,7 @@
 #include "runtime/tensor_layout.h"
 
 #include <ATen/ops/empty.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 
@@ -68,6 +69,9 @@ class CppWrapperGraph final : public DeviceGraph {
     std::vector<AtenTensorHandle> out(outputs_.size(), nullptr);
     {
       py::gil_scoped_acquire gil;  // Note [Inductor's C++ entry]: the function releases it
+      // As aot_autograd's runtime wrapper calls it: the graph holds autocast's casts already,
+      // and the ops it calls through the dispatcher must not cast again.
+      const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
       entry_(in.data(), out.data());
     }
     for (std::size_t k = 0; k < out.size(); ++k) {

@@ -24,8 +24,10 @@ namespace graphdispatch::bindings {
 // made for it), and the entry's outputs are the very tensors the work returned. Anything else (an
 // input aot_autograd deduplicated or realigned, an output it rebuilt as a view, a mutation it
 // applied after the call) makes the graph re-run the compiled function through Python on replay,
-// as the emulated graph does, and say why in describe(). The generated function releases the
-// GIL itself, so it is called holding it.
+// as the emulated graph does, and say why in describe(); so does a graph Inductor gave constants
+// (a literal of 16 or more elements, frozen parameters), which its Python side appends to the
+// arguments. The call excludes autocast, as aot_autograd's wrapper does. The generated function
+// releases the GIL itself, so it is called holding it.
 
 /// Makes the graphs of one compiled function. `library`: path of the loaded module exporting
 /// `inductor_entry_impl`; `recorder`: has arm() (record the next call on this thread) and

@@ -38,7 +38,15 @@ class EntryCalls:
         self._seen: tuple[list, list] | None = None
         if len(compiled) != 1:  # inference compiles one forward; anything else is not ours
             return
-        inner = getattr(compiled[0], "current_callable", None)
+        graph = compiled[0]
+        if any(
+            getattr(graph, n, None)
+            for n in ("constants", "frozen_param_names", "torchbind_constants")
+        ):
+            # The generated wrapper appends these to the entry's arguments (cpp_wrapper_cpu.py).
+            self.reason = "Inductor's C++ entry takes constants besides the graph's inputs"
+            return
+        inner = getattr(graph, "current_callable", None)
         entry = getattr(inner, "__globals__", {}).get("inductor_entry")
         library = getattr(getattr(entry, "__self__", None), "__file__", None)
         if library is None:
@@ -54,7 +62,7 @@ class EntryCalls:
             self._armed, self._seen = None, (inputs, list(outputs))
             return outputs
 
-        compiled[0].current_callable = current_callable
+        graph.current_callable = current_callable
 
     def arm(self) -> None:
         self._armed, self._seen = threading.get_ident(), None

@@ -773,3 +773,47 @@ def test_c75_a_0d_view_read_by_item_is_read_after_the_write():
             b = a.clone()
             torch.testing.assert_close(G(b, b[0]), fn(a, a[0]), rtol=0, atol=0)
             torch.testing.assert_close(b, a, rtol=0, atol=0)
+
+
+@torch.library.custom_op("graphdispatch_cases::matmul_cast", mutates_args=())
+def matmul_cast(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x @ w
+
+
+@matmul_cast.register_fake
+def _(x, w):
+    return x.new_empty(x.shape[0], w.shape[1])
+
+
+torch.library.register_autocast("graphdispatch_cases::matmul_cast", "cpu", torch.bfloat16)
+
+
+def float_region_custom_op(x, w):
+    with torch.autocast("cpu", enabled=False):
+        return torch.ops.graphdispatch_cases.matmul_cast(x.float(), w.float()) * 1.0
+
+
+def float_region_conv_tbc(x, w):
+    with torch.autocast("cpu", enabled=False):
+        return torch.conv_tbc(x.float(), w.float(), torch.zeros(w.shape[2])) * 1.0
+
+
+# C76: a region that turns autocast off inside a call made under autocast. What a recorded op
+# calls through the dispatcher (a custom op's kernel, conv_tbc's matmuls) ran with autocast off
+# at capture, and must on every replay too, whatever the caller's autocast is.
+@pytest.mark.parametrize(
+    "fn, shapes",
+    [
+        (float_region_custom_op, [(4, 16), (16, 8)]),
+        (float_region_conv_tbc, [(6, 2, 16), (3, 16, 8)]),
+    ],
+    ids=["custom_op", "conv_tbc"],
+)
+def test_c76_autocast_off_region_replays_in_float32(fn, shapes):
+    G = compiled(fn)
+    with torch.no_grad():
+        for _ in range(3):
+            args = [torch.randn(s) for s in shapes]
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                torch.testing.assert_close(G(*args), fn(*args), rtol=0, atol=0)
+    replays_every_call(3)

@@ -467,7 +467,7 @@ void CpuGraph::bind(const std::shared_ptr<Workspace::Block>& block) {
 
 CpuGraph::Step CpuGraph::emit(RecordedOp op, bool through_out,
                               const std::vector<std::vector<bool>>* fresh) {
-  Step step{op.op, op.keys, {}, {}};
+  Step step{op.op, op.keys, {}, {}, false, op.tls};
   if (through_out) {
     step.op = op.out->op;
     for (auto k : op.out->arguments) step.arguments.push_back(op.arguments[k]);
@@ -500,6 +500,7 @@ void CpuGraph::replay() {
     std::memcpy(r.live.data_ptr(), r.pristine.const_data_ptr(), r.pristine.nbytes());
   }
   for (const auto& step : steps_) {
+    const c10::impl::ForceDispatchKeyGuard as_captured(step.tls);
     stack_.assign(step.arguments.begin(), step.arguments.end());
     step.op.redispatchBoxed(step.keys, &stack_);
     for (std::size_t k = 0; k < step.copy_to.size(); ++k) {

@@ -22,7 +22,9 @@ namespace graphdispatch {
 // OpRecorder takes every op below autograd (Note [Recording ops]); capture_end turns the ops
 // into a program of steps, each an operator, the dispatch keys of the kernel the capture ran
 // (those below the recorder's) and a fixed argument stack, redispatched to that kernel; what
-// the kernel calls inside dispatches from the top as it did at capture:
+// the kernel calls inside dispatches from the top as it did at capture, with the thread's
+// dispatch keys the op ran with put back around it (autocast off in a region that turns it
+// off, whatever the caller's autocast is):
 // - a functional op whose returns are new tensors calls its `out=` overload (out_variant.h)
 //   with the recorded returns as the out tensors, where the capture proved the overload gives
 //   the op's bytes (case C58); otherwise it calls the op and copies its returns, lists of
@@ -97,6 +99,8 @@ class CpuGraph final : public DeviceGraph {
     /// An asynchronous collective (`_c10d_functional::all_reduce`, ...): its returns are read
     /// only after `wait_tensor` on them, since its recorded wait names the copy (case C60).
     bool waits = false;
+    /// The thread's dispatch keys as the op ran at capture (RecordedOp::tls), set around it.
+    c10::impl::LocalDispatchKeySet tls;
   };
   /// A constant's bytes, put back before every replay.
   struct Restore final {

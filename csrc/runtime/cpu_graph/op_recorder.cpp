@@ -208,8 +208,10 @@ void OpRecorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet below
               " reads tensor values on the host (or makes a shape from them), which a graph "
               "cannot replay; a device graph capture fails on it too",
               number_advice(op, given));
-  RecordedOp recorded{op, below, {}, {}, std::nullopt, {}, {}};
   c10::impl::ExcludeDispatchKeyGuard nested_not_recorded(kRecordKey);
+  auto tls = c10::impl::tls_local_dispatch_key_set();
+  tls.included_ = tls.included_.remove(kRecordKey);
+  RecordedOp recorded{op, below, {}, {}, std::nullopt, {}, {}, tls};
   if (lifts_a_literal(op)) recorded.literal = literal_bytes(given[0].toTensor());
   op.redispatchBoxed(below, stack);
   const auto m = schema.returns().size();

@@ -31,6 +31,10 @@ struct RecordedOp final {
   /// Per return, right after the op: a tensor that something besides the op's returns holds
   /// (a global, a memoised table, a hook's saved result), which the graph must not move.
   std::vector<bool> held;
+  /// The thread's included and excluded dispatch keys while the op ran (the recorder's key
+  /// excluded): what the ops its kernel calls dispatch with, such as autocast turned off inside
+  /// an autocast region (Note [CPU graph]).
+  c10::impl::LocalDispatchKeySet tls;
 };
 
 /// True for `lift_fresh` and `lift_fresh_copy`: what PyTorch calls on a tensor it filled from
