@@ -17,13 +17,12 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-
+large_file=0
 if [[ ${1:-} == --large-file ]]; then
-shift
-
+  large_file=1
+  shift
+fi
 portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
-mb=${MB:-50}
-runs=${RUNS:-5}
 [[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "needs GNU time at /usr/bin/time (Debian: time)" >&2; exit 2; }
 
@@ -31,6 +30,50 @@ repo=$(mktemp -d)
 [[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
 git -C "$repo" init -q -b main
 git -C "$repo" config core.autocrlf false
+source_range="main..source"
+target_range="target~1..target"
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# Prints "<wall seconds> <CPU seconds (user+sys)>" for one run of "$@".
+time_once() {
+  local TIMEFORMAT='%R %U %S'
+  { time "$@" >/dev/null; } 2>&1 | awk '{ print $1, $2 + $3 }'
+}
+# Times each function named in "$@" RUNS times, interleaved so that load from other processes
+# hits all alike; sets <name>_wall and <name>_cpu to the medians.
+measure() {
+  local samples name i
+  samples=$(mktemp)
+  for ((i = 0; i < runs; i++)); do
+    for name in "$@"; do echo "$name $(time_once "$name")" >>"$samples"; done
+  done
+  for name in "$@"; do
+    printf -v "${name}_wall" '%s' "$(awk -v k="$name" '$1 == k { print $2 }' "$samples" | median)"
+    printf -v "${name}_cpu" '%s' "$(awk -v k="$name" '$1 == k { print $3 }' "$samples" | median)"
+  done
+  rm -f "$samples"
+}
+# Peak resident memory in MiB of one run of the program "$@" (GNU time's %M is in KiB).
+peak_mib() {
+  local rss mib
+  rss=$(mktemp)
+  /usr/bin/time -f '%M' -o "$rss" "$@" >/dev/null
+  mib=$(awk '{ printf "%.0f", $1 / 1024 }' "$rss")
+  rm -f "$rss"
+  echo "$mib"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+floor() {
+  git -C "$repo" diff -U0 "$source_range"
+  git -C "$repo" diff -U0 "$target_range"
+}
+run_portdiff() { "$portdiff" --repo "$repo" "$source_range" "$target_range" "$@"; }
+json() { run_portdiff --format json; }
+md() { run_portdiff --format md; }
+
+if ((large_file)); then
+mb=${MB:-50}
+runs=${RUNS:-5}
 
 # One fast-import stream, one file data/big.txt of 69-byte lines (MB MiB):
 #   base      the file
@@ -64,50 +107,16 @@ BEGIN {
   commit("refs/heads/target", 4, "change (port)", 3, "")
 }' | git -C "$repo" fast-import --quiet
 
-source_range="main..source"
-target_range="target~1..target"
-
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-# Prints "<wall seconds> <CPU seconds (user+sys)>" for one run of "$@".
-time_once() {
-  local TIMEFORMAT='%R %U %S'
-  { time "$@" >/dev/null; } 2>&1 | awk '{ print $1, $2 + $3 }'
-}
-floor() {
-  git -C "$repo" diff -U0 "$source_range"
-  git -C "$repo" diff -U0 "$target_range"
-}
-run_portdiff() { "$portdiff" --repo "$repo" "$source_range" "$target_range" "$@"; }
-# Peak resident memory in MiB of one run of "$@" (GNU time's %M is in KiB).
-rss=$(mktemp)
-peak_mib() {
-  /usr/bin/time -f '%M' -o "$rss" "$@" >/dev/null
-  awk '{ printf "%.0f", $1 / 1024 }' "$rss"
-}
-
 floor >/dev/null  # warm the page cache once, then measure
-run_portdiff --format json >/dev/null
-
-samples=$(mktemp)
-for ((i = 0; i < runs; i++)); do
-  echo "floor $(time_once floor)" >>"$samples"
-  echo "json $(time_once run_portdiff --format json)" >>"$samples"
-  echo "md $(time_once run_portdiff --format md)" >>"$samples"
-done
-median_of() { awk -v k="$1" -v c="$2" '$1 == k { print $c }' "$samples" | median; }
-floor_wall=$(median_of floor 2) floor_cpu=$(median_of floor 3)
-json_wall=$(median_of json 2) json_cpu=$(median_of json 3)
-md_wall=$(median_of md 2) md_cpu=$(median_of md 3)
-rm -f "$samples"
+json >/dev/null
+measure floor json md
 git_source_rss=$(peak_mib git -C "$repo" diff -U0 "$source_range")
 git_target_rss=$(peak_mib git -C "$repo" diff -U0 "$target_range")
 git_rss=$((git_source_rss > git_target_rss ? git_source_rss : git_target_rss))
 json_rss=$(peak_mib "$portdiff" --repo "$repo" "$source_range" "$target_range" --format json)
 md_rss=$(peak_mib "$portdiff" --repo "$repo" "$source_range" "$target_range" --format md)
-rm -f "$rss"
 totals=$(run_portdiff --format text | sed -n '1p')
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 echo "file: $(git -C "$repo" cat-file -s source:data/big.txt) bytes, $lines lines; git -U0 counts: $(git -C "$repo" diff --numstat "$source_range" | cut -f1,2 | tr '\t' /) / $(git -C "$repo" diff --numstat "$target_range" | cut -f1,2 | tr '\t' /)"
 echo "portdiff: $totals"
 echo "median of $runs runs, seconds       wall   (ratio)   cpu    (ratio)"
@@ -121,15 +130,8 @@ echo "git $(git --version | cut -d' ' -f3), libgit2 $(pkg-config --modversion li
 exit 0
 fi
 
-portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
 files=${FILES:-5000}
 runs=${RUNS:-7}
-[[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
-
-repo=$(mktemp -d)
-[[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
-git -C "$repo" init -q -b main
-git -C "$repo" config core.autocrlf false
 
 # One fast-import stream:
 #   base            FILES files of 40 lines
@@ -171,21 +173,7 @@ BEGIN {
   commit("refs/heads/target3", 7, "change (port 3)", 3, ":1")
 }' | git -C "$repo" fast-import --quiet
 
-source_range="main..source"
-target_range="target~1..target"
 matrix_targets=("$target_range" "target2~1..target2" "main..target3")
-
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-# Prints "<wall seconds> <CPU seconds (user+sys)>" for one run of "$@".
-time_once() {
-  local TIMEFORMAT='%R %U %S'
-  { time "$@" >/dev/null; } 2>&1 | awk '{ print $1, $2 + $3 }'
-}
-floor() {
-  git -C "$repo" diff -U0 "$source_range"
-  git -C "$repo" diff -U0 "$target_range"
-}
-run_portdiff() { "$portdiff" --repo "$repo" "$source_range" "$target_range" "$@"; }
 pairwise() {
   local target
   for target in "${matrix_targets[@]}"; do
@@ -193,39 +181,15 @@ pairwise() {
   done
 }
 matrix() { "$portdiff" --repo "$repo" "$source_range" "${matrix_targets[@]}" --format json; }
-# Peak resident memory in MiB of one run of "$@" (GNU time's %M is in KiB).
-peak_mib() {
-  /usr/bin/time -f '%M' -o "$rss" "$@" >/dev/null
-  awk '{ printf "%.0f", $1 / 1024 }' "$rss"
-}
-rss=$(mktemp)
 
-# Warm the page cache once, then measure.
-floor >/dev/null
-run_portdiff --format json >/dev/null
-
-samples=$(mktemp)
-for ((i = 0; i < runs; i++)); do
-  echo "floor $(time_once floor)" >>"$samples"
-  echo "json $(time_once run_portdiff --format json)" >>"$samples"
-  echo "md $(time_once run_portdiff --format md)" >>"$samples"
-  echo "pairwise $(time_once pairwise)" >>"$samples"
-  echo "matrix $(time_once matrix)" >>"$samples"
-done
-median_of() { awk -v k="$1" -v c="$2" '$1 == k { print $c }' "$samples" | median; }
-floor_wall=$(median_of floor 2) floor_cpu=$(median_of floor 3)
-json_wall=$(median_of json 2) json_cpu=$(median_of json 3)
-md_wall=$(median_of md 2) md_cpu=$(median_of md 3)
-pairwise_wall=$(median_of pairwise 2) pairwise_cpu=$(median_of pairwise 3)
-matrix_wall=$(median_of matrix 2) matrix_cpu=$(median_of matrix 3)
-rm -f "$samples"
+floor >/dev/null  # warm the page cache once, then measure
+json >/dev/null
+measure floor json md pairwise matrix
 git_rss=$(peak_mib git -C "$repo" diff -U0 "$source_range")
 json_rss=$(peak_mib "$portdiff" --repo "$repo" "$source_range" "$target_range" --format json)
 matrix_rss=$(peak_mib "$portdiff" --repo "$repo" "$source_range" "${matrix_targets[@]}" --format json)
-rm -f "$rss"
 totals=$(run_portdiff --format text | sed -n '1p')
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 echo "files touched per patch: $(git -C "$repo" diff --name-only "$source_range" | wc -l) / $(git -C "$repo" diff --name-only "$target_range" | wc -l)"
 echo "portdiff: $totals"
 echo "median of $runs runs, seconds       wall   (ratio)   cpu    (ratio)"

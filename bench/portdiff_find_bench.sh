@@ -21,17 +21,30 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-
+audit_mode=0
 if [[ ${1:-} == --audit ]]; then
-shift
-
+  audit_mode=1
+  shift
+fi
 portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
-runs=${RUNS:-3}
 [[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
 
 repo=$(mktemp -d)
 [[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
 git -C "$repo" init -q -b main
+
+# Seconds of wall time for one run of the function named $1, output discarded.
+seconds() {
+  local start end
+  start=$(date +%s.%N)
+  "$1" >/dev/null
+  end=$(date +%s.%N)
+  echo "$end - $start" | bc
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+if ((audit_mode)); then
+runs=${RUNS:-3}
 python3 "$root/bench/find_history.py" --audit ${COMMITS:-} | git -C "$repo" fast-import --quiet
 cd "$repo"
 
@@ -53,14 +66,6 @@ git_pipeline() {
   done <"$pairs"
 }
 
-seconds() {
-  local start end
-  start=$(date +%s.%N)
-  "$1" >/dev/null
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc
-}
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 audit >/dev/null  # warm the page cache
 git_pipeline >/dev/null
 samples=$(mktemp)
@@ -87,13 +92,7 @@ rm -f "$pairs"
 exit 0
 fi
 
-portdiff=$(realpath "${1:-$root/build/portdiff/portdiff}")
 runs=${RUNS:-5}
-[[ -x $portdiff ]] || { echo "no portdiff binary at $portdiff (build it first)" >&2; exit 2; }
-
-repo=$(mktemp -d)
-[[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
-git -C "$repo" init -q -b main
 python3 "$root/bench/find_history.py" | git -C "$repo" fast-import --quiet
 cd "$repo"
 mapfile -t branches < <(git for-each-ref --format='%(refname)' 'refs/heads/release-*')
@@ -103,16 +102,6 @@ git_cmd() { git log -p "${branches[@]}" --not bench-fix | git patch-id --stable;
 
 echo "commits: $(git rev-list --all | wc -l), branches searched: ${#branches[@]}"
 echo "ports found: portdiff $(find_cmd | grep -c 'patch-id,'), git patch-id $(git_cmd | grep -c "^$(find_cmd | sed -n 2p | awk '{print $2}')")"
-
-# Seconds of wall time for one run of the function named $1, output discarded.
-seconds() {
-  local start end
-  start=$(date +%s.%N)
-  "$1" >/dev/null
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc
-}
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 find_times=() git_times=()
 for ((i = 0; i < runs; i++)); do

@@ -178,8 +178,8 @@ def test_aliased_inputs_name_the_later_input():
 
 def test_the_doc_lists_every_fallback_reason_with_the_runtimes_advice():
     # The runtime's one list of reasons (csrc/runtime/fallback_reason.cpp) is the oracle: the
-    # table in docs/diagnosing.md section 3 has one row per reason, in its order, whose last
-    # column is the runtime's advice (backticks aside, which only format it).
+    # table in docs/diagnosing.md, "Fallback reasons and what to do", has one row per reason, in
+    # its order, whose last column is the runtime's advice (backticks aside, which only format it).
     section = DOC.read_text().split("## 3. Fallback reasons and what to do", 1)[1]
     section = section.split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]

@@ -65,21 +65,20 @@ def stats() -> dict[str, Any]:
     """Counters since start or the last ``reset()``.
 
     Keys: captures, replays, cache_hits and cache_misses (lookups of a signature; a hit on a
-    negative entry, one whose capture was refused or failed, counts as a hit and as a
-    fallback; a thread that found nothing and then waited for another thread's capture of
-    the same signature counts as a miss), evictions (by max_entries, max_entry_bytes or
-    max_total_entry_bytes),
-    copies_skipped, bytes_copied (bytes of dynamic inputs copied into
+    negative entry, one whose capture was refused or failed, counts as a hit and as a fallback;
+    a thread that found nothing and then waited for another thread's capture of the same
+    signature counts as a miss), evictions (by max_entries, max_entry_bytes or
+    max_total_entry_bytes), copies_skipped, bytes_copied (bytes of dynamic inputs copied into
     entry buffers), recaptures (captures after a tensor read in place was freed or replaced,
-    bounded by max_recaptures), verified_replays (replays checked against
-    the non-graph path, verify_replays), held_outputs_copied (unsafe outputs still referenced
-    when their entry replayed again, copied into memory of their own first), fallbacks
-    ({reason: calls served by the non-graph path}, the reasons of ``_C.fallback_reasons()``,
-    listed in docs/diagnosing.md section 3), routes ({route: graphs compiled since the last
-    reset}), graph_passes ({pass name: rewrites the ``graph_passes`` option's passes reported
-    since the last reset}); and gauges that reset() leaves alone: entries (captured entries
-    alive now), entry_bytes (bytes they hold: input buffers plus graph memory, the CPU graph's
-    shared workspace counted once) and workspace_bytes (that workspace: its live blocks).
+    bounded by max_recaptures), verified_replays (replays checked against the non-graph path,
+    verify_replays), held_outputs_copied (unsafe outputs still referenced when their entry
+    replayed again, copied into memory of their own first), fallbacks ({reason: calls served by
+    the non-graph path}, the reasons of ``_C.fallback_reasons()``, listed in docs/diagnosing.md,
+    "Fallback reasons and what to do"), routes ({route: graphs compiled since the last reset}),
+    graph_passes ({pass name: rewrites the ``graph_passes`` option's passes reported since the
+    last reset}); and gauges that reset() leaves alone: entries (captured entries alive now),
+    entry_bytes (bytes they hold: input buffers plus graph memory, the CPU graph's shared
+    workspace counted once) and workspace_bytes (that workspace: its live blocks).
     Counters are per process; a forked child starts from zero (it keeps the workspace blocks it
     inherited).
     """

@@ -15,7 +15,7 @@ Three routes, by the rule of MindIE-SD's ACLGraph backend (docs/design.md, "The 
   logged (logger ``graphdispatch``, INFO) and counted in ``stats()["routes"]``; no fallback is
   silent.
 
-The graph kind comes from ``device_graph`` (device_graphs.py): ``auto`` tries CUDA, then NPU,
+The graph kind comes from ``device_graph`` (_device_graphs.py): ``auto`` tries CUDA, then NPU,
 then a constructible ``torch.accelerator.Graph``; for CPU inputs the CPU graph (Note [CPU
 graph]) on ``graph_only`` and the ``cpp_wrapper`` graph on ``graph_with_compile``: Inductor's
 CPU kernels are not dispatcher ops the CPU graph could record, so Inductor compiles with its

@@ -55,8 +55,9 @@ def test_c34_deleting_the_model_frees_its_weights_and_entries(options):
     weight = weakref.ref(model.lin.weight)
     del model, G
     after = collected(weight)
-    # Not vacuous: entries held buffers while the model lived; all of it went with the model.
-    assert during["entries"] > before["entries"] and during["entry_bytes"] > before["entry_bytes"]
+    # Not vacuous: the two entries held buffers while the model lived; all of it went with it.
+    assert during["entries"] == before["entries"] + 2, (before, during)
+    assert during["entry_bytes"] > before["entry_bytes"], (before, during)
     assert after == (before["entries"], before["entry_bytes"])
 
 
@@ -121,11 +122,14 @@ def test_c35_moving_state_recaptures_a_bounded_number_of_times(registered, max_r
             torch.testing.assert_close(G(x), eager(x), msg=lambda m, k=k: f"call {k}: {m}")
     torch.testing.assert_close(model.h, eager.h)
     s = stats()
-    # A recapture is a capture after a state tensor was seen freed. The first state tensor is
-    # also referenced by Dynamo's compile-time objects until the garbage collector runs, so its
-    # loss (and the capture after it) may be seen one call late: one capture more than the bound.
-    assert s["recaptures"] <= bound, s
-    assert s["captures"] <= 2 + bound, s
+    # A recapture is a capture after a state tensor was seen freed: the first capture, then one
+    # per loss up to the bound. The first state tensor may also be referenced by Dynamo's
+    # compile-time objects until the garbage collector runs, so its loss may be seen late:
+    # after the run (one capture more, before any loss was seen), or with a later loss (a
+    # recapture fewer). Which one depends on when a collection runs; these are all there are.
+    outcomes = {"seen at once": (bound, 1 + bound), "after the run": (bound, 2 + bound),
+                "with a later loss": (bound - 1, 1 + bound)}  # fmt: skip
+    assert (s["recaptures"], s["captures"]) in outcomes.values(), (outcomes, s)
     assert set(s["fallbacks"]) == {"static_inputs_moving"}, s["fallbacks"]
     assert fallbacks("static_inputs_moving") == calls - s["captures"]
     assert s["replays"] + fallbacks("static_inputs_moving") == calls, s
@@ -188,7 +192,8 @@ def test_weights_replaced_through_data_drop_their_entries():
             model.float()
             for _ in range(3):
                 torch.testing.assert_close(G(x), model(x))
-    assert stats()["entries"] <= 2  # the float and the double entry of the current weights
+    # The entry of the current (float) weights; the double one went with its weights.
+    assert stats()["entries"] == 1
     # Each entry served three calls: weights that move now and then are not thrash.
     assert stats()["fallbacks"] == {} and stats()["replays"] == 36
 
@@ -246,7 +251,8 @@ def test_c47_weights_that_settle_capture_again_and_replay():
             model.lin.weight.data = torch.randn(8, 8)
             assert torch.equal(G(x), model(x))
         moving = stats()
-        assert fallbacks("static_inputs_moving") > 0  # not vacuous: the bound was reached
+        # Every call of the 20 that did not capture fell back (not vacuous: there were some).
+        assert fallbacks("static_inputs_moving") == 20 - moving["captures"] > 0, moving
         for _ in range(20):
             assert torch.equal(G(x), model(x))
     s = stats()

@@ -27,15 +27,16 @@ namespace graphdispatch {
 // off, whatever the caller's autocast is):
 // - a functional op whose returns are new tensors calls its `out=` overload (out_variant.h)
 //   with the recorded returns as the out tensors, where the capture proved the overload gives
-//   the op's bytes (case C58); otherwise it calls the op and copies its returns, lists of
+//   the op's bytes (case C58; a random op, whose second run would draw other numbers, takes
+//   ATen's overload unproven); otherwise it calls the op and copies its new returns, lists of
 //   new tensors included (case C72), into the recorded ones (the part a zero stride does not
 //   repeat, case C62);
 //   An asynchronous functional collective's returns are waited for (`wait_tensor`) before the
 //   copy: the work is registered under the tensor the call returns, so the recorded wait,
 //   which names the copy, finds none (case C60);
 // - in-place and out= ops, ops with no returns (`_assert_async`, `_linalg_check_errors`: kept
-//   for their effect, case C59) and ops of other libraries (custom ops, collectives) are
-//   called as recorded;
+//   for their effect, case C59) and ops of other libraries that return no new tensor (a custom
+//   op writing its argument, `wait_tensor`) are called as recorded;
 // - ATen ops whose returns alias storage that exists already (views: `t`, `view`, `expand`),
 //   metadata-only ATen ops (`unsqueeze_`, `resize_`, size queries) and allocations (`empty`)
 //   are dropped: every storage is fixed, so their results are the same tensors every replay.
@@ -47,14 +48,15 @@ namespace graphdispatch {
 //   while that memory holds what the call passes. Any other tensor made before the work and
 //   held elsewhere (autocast's cast cache, a global) is refused (case C54);
 // - a tensor made outside the dispatcher that nothing but the recording holds (a Python
-//   number wrapped as a tensor) is a constant of the graph, kept with its values; one the
-//   program writes is refused;
+//   number wrapped as a tensor) is a constant of the graph, kept with its values, which are
+//   put back before every replay where the program hands it out; one the program writes is
+//   refused;
 // - a literal (`torch.tensor([...])`: made and filled by Python, then `lift_fresh`) is a
 //   constant too, with the bytes it had when lifted put back before every replay where the
 //   program writes it or hands it out (cases C56, C65);
-// - an `empty` result read before a recorded op writes it was filled outside the dispatcher
-//   (a kernel's own loop, as `max_pool1d`'s): refused, it would replay the capture's values
-//   (case C57);
+// - an `empty` result that a replayed step reads or hands out before one writes it was filled
+//   outside the dispatcher (a kernel's own loop, as `max_pool1d`'s): refused, it would replay
+//   the capture's values (case C57);
 // - the tensors the work made are placed by lifetime (memory_plan.h): the outputs in the
 //   program's own arena, the intermediates in the workspace every CPU graph shares (Note
 //   [Shared workspace]), so an entry holds about the forward's peak rather than the sum of its
@@ -63,7 +65,9 @@ namespace graphdispatch {
 //   copy in its arena, which the op's replay refreshes, and refuses the capture where the
 //   program writes it or returns it (case C55). An intermediate something still holds when the
 //   capture ends (a kernel kept its argument) is in the arena too, out of the shared workspace.
-// Replay puts the constants' bytes back, then walks the steps in C++ without Python or the GIL.
+// Replay leases a block of the shared workspace and points the intermediates into it, puts
+// back the bytes of the constants and literals named above, then walks the steps in C++
+// without Python or the GIL.
 
 /// The CPU graph (Note [CPU graph]). Not thread-safe: each Entry serialises its calls.
 class CpuGraph final : public DeviceGraph {

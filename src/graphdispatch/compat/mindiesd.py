@@ -16,9 +16,9 @@ and graphs available → capture; otherwise the default route, aot_autograd + In
 Ours: the switches are ``graphdispatch.config``'s options under MindIE-SD's names (setting one
 sets the other, values are checked, an unknown name raises); "compile" is Inductor, since
 MindIE-SD's pattern fusion is not part of graphdispatch; graphs are available per device (CUDA,
-NPU as in MindIE-SD, ``torch.accelerator``; the CPU only with ``device_graph="emulated"``); a
-fallback to the default route is logged and counted in ``graphdispatch.stats()["routes"]``.
-docs/migrating.md lists where graphdispatch is stricter.
+NPU as in MindIE-SD, ``torch.accelerator``; on the CPU the CPU graph, and on graph_with_compile
+Inductor's C++ wrapper); a fallback to the default route is logged and counted in
+``graphdispatch.stats()["routes"]``. docs/migrating.md lists where graphdispatch is stricter.
 
 Importing this module loads only ``graphdispatch.config``: the backend loads at the first
 compile (Note [Lazy loading] in _registration.py).
@@ -130,7 +130,7 @@ def create_aclgraph_backend() -> Callable:
 def npu_graph_available() -> bool:
     """MindIE-SD's detection: ``torch.npu.NPUGraph`` and ``torch.npu.graph`` both exist.
 
-    Also requires an NPU to be present, as the router does (``device_graphs.unavailable_reason``).
+    Also requires an NPU to be present, as the router does (``_device_graphs.unavailable_reason``).
     ``torch.npu`` exists once torch_npu is imported; this function does not import it.
     """
     import torch
