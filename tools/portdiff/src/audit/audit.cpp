@@ -24,6 +24,10 @@ struct Traits final {
   std::string subject;       // as written
   std::string bare_subject;  // without port markers (port_rules.h)
   std::set<std::string> paths;
+  // Read when first needed (read_patch_id): only a commit whose paths equal a
+  // commit's of the other side is hashed, as git cherry hashes only commits whose
+  // file names collide. Until then `show` keeps its git show diff.
+  DiffPtr show;
   bool has_patch_id = false;
   git_oid patch_id{};
   ChangedLineSum line_sum;         // rules out most changed-lines comparisons
@@ -40,10 +44,16 @@ Traits traits_of(git_repository* repo, const git_oid& id) {
   const char* summary = git_commit_summary(commit.get());
   traits.subject = summary == nullptr ? "" : summary;
   traits.bare_subject = bare_subject(traits.subject);
-  const DiffPtr diff = show_diff(repo, commit.get());
-  traits.paths = paths_of(diff.get());
-  traits.has_patch_id = stable_patch_id(repo, diff.get(), traits.patch_id, &traits.line_sum);
+  traits.show = show_diff(repo, commit.get());
+  traits.paths = paths_of(traits.show.get());
   return traits;
+}
+
+/// The stable patch-id and changed-line sum of `traits`, read once.
+void read_patch_id(git_repository* repo, Traits& traits) {
+  if (!traits.show) return;
+  traits.has_patch_id = stable_patch_id(repo, traits.show.get(), traits.patch_id, &traits.line_sum);
+  traits.show.reset();
 }
 
 const SidePatch& lines_of(git_repository* repo, Traits& traits, const Options& options) {
@@ -61,6 +71,8 @@ Port match(git_repository* repo, Traits& wanted, Traits& candidate, const Option
   port.by_trailer = names_in_trailer(candidate.message.c_str(), wanted.hex);
   port.by_subject = !wanted.bare_subject.empty() && candidate.bare_subject == wanted.bare_subject;
   if (!wanted.paths.empty() && candidate.paths == wanted.paths) {
+    read_patch_id(repo, wanted);
+    read_patch_id(repo, candidate);
     port.by_patch_id = wanted.has_patch_id && candidate.has_patch_id &&
                        git_oid_equal(&wanted.patch_id, &candidate.patch_id) != 0;
     // Only where the sums leave it open (Note [Changed-line sum]).
