@@ -198,5 +198,22 @@ TEST(Audit, HintsCheckAndTheOtherFormats) {
   EXPECT_TRUE(contains(usage.err, "expected BASE..HEAD")) << usage.err;
 }
 
+// A range with no commit to audit is an error, as an empty range is: a range of
+// merges only (git cherry lists nothing for it) must not read "all ported".
+TEST(Audit, ARangeOfMergesOnlyIsAnError) {
+  AuditRepo r;
+  r.repo.git("checkout -q -b merged base");
+  r.repo.git("merge -q --no-ff -m 'merge release-2' release-2");
+  ASSERT_EQ(r.repo.git("cherry -v release-1 merged merged^2"), "");  // git: nothing to list
+  const std::string range = "merged^2..merged";
+  const CommandResult run =
+      run_portdiff({"--repo", r.repo.dir(), "audit", range, "--onto", "release-1", "--check"});
+  EXPECT_EQ(run.exit_code, 2) << run.out;
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "portdiff: no commit to audit in source '" + range +
+                         "': its 1 commit is a merge, and merges are not audited (as git "
+                         "cherry skips them)\n");
+}
+
 }  // namespace
 }  // namespace portdiff_test

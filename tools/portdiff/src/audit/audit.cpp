@@ -155,6 +155,12 @@ AuditReport build_audit(const Options& options) {
     report.source = resolve_range(repo.get(), options.source, "source");
     std::vector<git_oid> range =
         walk(repo.get(), report.source.head, &report.source.base, &report.merges);
+    if (range.empty())  // as an empty range is: "all ported" would say nothing true
+      throw Error("no commit to audit in source '" + options.source + "': its " +
+                  (report.merges == 1
+                       ? std::string("1 commit is a merge")
+                       : "commits are all merges (" + std::to_string(report.merges) + ")") +
+                  ", and merges are not audited (as git cherry skips them)");
     std::reverse(range.begin(), range.end());  // oldest first
     for (const git_oid& id : range) sources.push_back(traits_of(repo.get(), id));
     std::vector<std::vector<git_oid>> contained;  // per target: the range commits it holds
