@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
     if (options->audit) {
       const portdiff::AuditReport report = portdiff::build_audit(*options);
       portdiff::write_output(portdiff::render_audit(report, *options), options->output);
-      return options->check && !portdiff::audit_clean(report) ? 1 : 0;
+      if (options->check && !portdiff::audit_clean(report)) return 1;
+      return report.cut() ? 3 : 0;  // a shallow clone cut a target's history short
     }
     if (options->find) {
       const portdiff::FindReport report = portdiff::build_find_report(*options);
