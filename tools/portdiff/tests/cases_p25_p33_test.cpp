@@ -323,6 +323,14 @@ TEST(CasesP25toP33, P28PatchIdsAgreeWithGitForEveryKindOfChange) {
   }
   repo.set_executable("c", true);
   commits.push_back(repo.commit("mode only"));
+  // A binary file moved as it is (git prints no "Binary files ... differ" for it),
+  // hashed with the file after it; then its mode alone.
+  repo.apply(
+      {{"bin.dat", std::nullopt}, {"img/bin.dat", std::string("\0\1\3", 3)}, {"zz.txt", "z\n"}});
+  commits.push_back(repo.commit("binary moved"));
+  ASSERT_TRUE(contains(repo.git("show " + commits.back()), "rename from bin.dat"));
+  repo.set_executable("img/bin.dat", true);
+  commits.push_back(repo.commit("binary mode only"));
   for (std::size_t i = 1; i < commits.size(); ++i) {
     const std::string git_id = run_command("cd " + shell_quote(repo.dir()) + " && git show " +
                                            commits[i] + " | git patch-id --stable")
