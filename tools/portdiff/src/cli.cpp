@@ -151,8 +151,8 @@ std::optional<Options> parse_options(int argc, char** argv, std::string& help) {
   app.footer(
       "Exit status: 0 report written; 1 with --check when some file is not identical;\n"
       "2 on any error (not a repository, unknown revision, empty range, bad usage,\n"
-      "a write error), with a one-line message on stderr; 3 from find in a shallow\n"
-      "clone whose boundary cut the search short (the report says where).\n"
+      "a write error), with a one-line message on stderr; 3 from find or audit in a\n"
+      "shallow clone whose boundary cut the search short (the report says where).\n"
       "Diff: git's -U0 reading (Myers, indent heuristic, 0 context), every byte kept;\n"
       "the verdict also accepts the region reading, so it never hinges on tie-breaking.\n"
       "See tools/portdiff/README.md for the rules and the JSON schema.\n");

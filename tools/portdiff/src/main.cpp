@@ -14,6 +14,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace {
 
@@ -47,6 +50,11 @@ std::string one_line(std::string message) {
 int main(int argc, char** argv) {
   // A closed pipe must be a write error (exit 2 with a message), not a silent death.
   std::signal(SIGPIPE, SIG_IGN);
+#ifdef __GLIBC__
+  // Blocks of 4 MiB and more (a large file's ends, xdiff's tables) are mapped and
+  // unmapped, never kept in the heap for reuse (Note [Large files one at a time]).
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+#endif
   try {
     std::string help;
     std::optional<portdiff::Options> options = portdiff::parse_options(argc, argv, help);
@@ -59,7 +67,8 @@ int main(int argc, char** argv) {
     if (options->audit) {
       const portdiff::AuditReport report = portdiff::build_audit(*options);
       portdiff::write_output(portdiff::render_audit(report, *options), options->output);
-      return options->check && !portdiff::audit_clean(report) ? 1 : 0;
+      if (options->check && !portdiff::audit_clean(report)) return 1;
+      return report.cut() ? 3 : 0;  // a shallow clone cut a target's history short
     }
     if (options->find) {
       const portdiff::FindReport report = portdiff::build_find_report(*options);

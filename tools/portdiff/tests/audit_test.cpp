@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -196,6 +197,115 @@ TEST(Audit, HintsCheckAndTheOtherFormats) {
       run_portdiff({"--repo", r.repo.dir(), "audit", "main", "--onto", "release-1"});
   EXPECT_EQ(usage.exit_code, 2);
   EXPECT_TRUE(contains(usage.err, "expected BASE..HEAD")) << usage.err;
+}
+
+// In a shallow clone the audit searches the history that is there, as find does
+// (P26): git cherry answers within the clone, and so does the audit; each target
+// says where its history ends, JSON says the search is not complete, exit 3. A
+// range that reaches the boundary is an error (its oldest patch is not there).
+TEST(Audit, AShallowCloneIsSearchedWhereItsHistoryIs) {
+  AuditRepo r;
+  TempRepo clone;
+  std::filesystem::remove_all(clone.dir());
+  const CommandResult cloned = run_command("git clone -q --depth 1 --no-single-branch file://" +
+                                           r.repo.dir() + " " + shell_quote(clone.dir()));
+  ASSERT_EQ(cloned.exit_code, 0) << cloned.err;
+  clone.git("fetch -q --deepen 2 origin main");  // the range origin/main~2..origin/main
+  ASSERT_EQ(clone.git("rev-parse --is-shallow-repository"), "true\n");
+  std::istringstream shallow_file(clone.git("rev-parse --git-path shallow"));
+  std::string shallow_path;
+  std::getline(shallow_file, shallow_path);
+  const std::string shallow =
+      run_command("cat " + shell_quote(clone.dir() + "/" + shallow_path)).out;
+  const std::vector<std::string> targets = {"origin/release-1", "origin/release-2"};
+  const std::string range = "origin/main~2..origin/main";
+
+  const CommandResult run = run_portdiff({"--repo", clone.dir(), "audit", range, "--onto",
+                                          targets[0], "--onto", targets[1], "--format", "json"});
+  ASSERT_EQ(run.exit_code, 3) << run.err;
+  const json audit = json::parse(run.out);
+  EXPECT_EQ(audit["complete"], false);
+  ASSERT_EQ(audit["commits"].size(), 2U);
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    // git's answers within the clone: where the target's history ends (the
+    // boundary commits it reaches), and git cherry in both directions.
+    json ends = json::array();
+    const std::string reached = clone.git("rev-list " + targets[t]);
+    std::istringstream lines(shallow);
+    for (std::string end; std::getline(lines, end);)
+      if (contains(reached, end)) ends.push_back(end);
+    EXPECT_EQ(audit["targets"][t]["history_ends"], ends) << targets[t];
+    EXPECT_EQ(ends.size(), 1U) << targets[t];
+    const std::map<std::string, char> cherry =
+        git_cherry(clone, targets[t], "origin/main", "origin/main~2");
+    for (const json& row : audit["commits"]) {
+      const std::string status = row["cells"][t]["status"];
+      const auto listed = cherry.find(row["commit"]);
+      ASSERT_NE(listed, cherry.end()) << row.dump();  // git lists every commit of the range
+      if (listed->second == '-') {
+        EXPECT_EQ(status, "identical") << row.dump();
+      }
+      if (status == "not-ported") {
+        EXPECT_EQ(listed->second, '+') << row.dump();
+      }
+    }
+    const std::map<std::string, char> own = git_cherry(clone, "origin/main", targets[t], "");
+    for (const json& commit : audit["targets"][t]["no_source"]) {
+      const auto listed = own.find(commit["commit"]);
+      ASSERT_NE(listed, own.end()) << commit.dump();
+      EXPECT_EQ(listed->second, '+') << commit.dump();
+      EXPECT_FALSE(contains(shallow, commit["commit"].get<std::string>()))
+          << "a boundary commit's patch is not here";
+    }
+  }
+  EXPECT_EQ(cell_of(audit, r.fixes[2], 0)["status"], "different");  // found by its trailer
+
+  const CommandResult text = run_portdiff(
+      {"--repo", clone.dir(), "audit", range, "--onto", targets[0], "--format", "text", "--check"});
+  EXPECT_EQ(text.exit_code, 1) << text.err;  // --check's 1 comes first
+  const std::string end = audit["targets"][0]["history_ends"][0];
+  EXPECT_TRUE(contains(text.out, "        history ends at " + end.substr(0, 12) +
+                                     " (shallow clone)  older commits not searched\n"))
+      << text.out;
+  EXPECT_TRUE(contains(text.out, "shallow clone: the search ends at 1 boundary commit;"))
+      << text.out;
+  const CommandResult markdown =
+      run_portdiff({"--repo", clone.dir(), "audit", range, "--onto", targets[0]});
+  EXPECT_EQ(markdown.exit_code, 3);
+  EXPECT_TRUE(contains(markdown.out, "  - history ends at `" + end +
+                                         "` (shallow clone): older commits not searched\n"))
+      << markdown.out;
+
+  // A range whose commits reach the boundary: the oldest has no parent here.
+  const std::string merge =
+      clone
+          .git(
+              "commit-tree 'origin/release-2^{tree}' -p origin/main~2 -p origin/release-2 -m merge")
+          .substr(0, 40);
+  clone.git("branch merged " + merge);
+  const CommandResult cut =
+      run_portdiff({"--repo", clone.dir(), "audit", "merged~1..merged", "--onto", targets[0]});
+  EXPECT_EQ(cut.exit_code, 2);
+  EXPECT_TRUE(contains(cut.err, "source 'merged~1..merged' reaches the shallow boundary"))
+      << cut.err;
+  EXPECT_TRUE(contains(cut.err, "git fetch --deepen=N or --unshallow")) << cut.err;
+}
+
+// A range with no commit to audit is an error, as an empty range is: a range of
+// merges only (git cherry lists nothing for it) must not read "all ported".
+TEST(Audit, ARangeOfMergesOnlyIsAnError) {
+  AuditRepo r;
+  r.repo.git("checkout -q -b merged base");
+  r.repo.git("merge -q --no-ff -m 'merge release-2' release-2");
+  ASSERT_EQ(r.repo.git("cherry -v release-1 merged merged^2"), "");  // git: nothing to list
+  const std::string range = "merged^2..merged";
+  const CommandResult run =
+      run_portdiff({"--repo", r.repo.dir(), "audit", range, "--onto", "release-1", "--check"});
+  EXPECT_EQ(run.exit_code, 2) << run.out;
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "portdiff: no commit to audit in source '" + range +
+                         "': its 1 commit is a merge, and merges are not audited (as git "
+                         "cherry skips them)\n");
 }
 
 }  // namespace

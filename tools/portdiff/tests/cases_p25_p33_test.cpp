@@ -6,12 +6,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace portdiff_test {
 namespace {
@@ -317,6 +323,14 @@ TEST(CasesP25toP33, P28PatchIdsAgreeWithGitForEveryKindOfChange) {
   }
   repo.set_executable("c", true);
   commits.push_back(repo.commit("mode only"));
+  // A binary file moved as it is (git prints no "Binary files ... differ" for it),
+  // hashed with the file after it; then its mode alone.
+  repo.apply(
+      {{"bin.dat", std::nullopt}, {"img/bin.dat", std::string("\0\1\3", 3)}, {"zz.txt", "z\n"}});
+  commits.push_back(repo.commit("binary moved"));
+  ASSERT_TRUE(contains(repo.git("show " + commits.back()), "rename from bin.dat"));
+  repo.set_executable("img/bin.dat", true);
+  commits.push_back(repo.commit("binary mode only"));
   for (std::size_t i = 1; i < commits.size(); ++i) {
     const std::string git_id = run_command("cd " + shell_quote(repo.dir()) + " && git show " +
                                            commits[i] + " | git patch-id --stable")
@@ -325,6 +339,78 @@ TEST(CasesP25toP33, P28PatchIdsAgreeWithGitForEveryKindOfChange) {
         {"--repo", repo.dir(), "find", commits[i], "--branches", "main", "--format", "json"});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     EXPECT_EQ(json::parse(run.out)["patch_id"], git_id) << repo.git("show " + commits[i]);
+  }
+}
+
+/// The peak resident memory (KiB) of one run of `argv`, standard output discarded:
+/// wait4's ru_maxrss of that process alone.
+long peak_rss_kib(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  EXPECT_EQ(::wait4(child, &status, 0, &usage), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << argv[0] << " " << status;
+  return usage.ru_maxrss;
+}
+
+// P29: a pair report on a large file (here 16 MiB, 243,000 lines; the bench's is
+// 50 MB) holds about what one `git diff -U0` of it holds: the two sides, diffed
+// concurrently, must not hold both large files and both diffs at once. Its counts
+// are git's; a port that differs in the file's lines is found different.
+TEST(CasesP25toP33, P29APairReportOnALargeFileHoldsWhatGitHolds) {
+  TempRepo repo;
+  // 69-byte lines as in bench/portdiff_bench.sh --large-file: the source edits every
+  // 1000th line and adds one after every 5000th; the target first drifts its
+  // baseline (every 3000th line), then makes the same edit, every 7th edited line
+  // differently.
+  constexpr int lines = 16 * 1024 * 1024 / 69;
+  const auto file = [&](bool drift, bool edit, bool differ) {
+    std::string text;
+    text.reserve(static_cast<std::size_t>(lines + 1) * 70);
+    char line[80];
+    for (int l = 1; l <= lines; ++l) {
+      const char d = drift && l % 3000 == 0 ? 'D' : '-';
+      const char e = edit && l % 1000 == 0 ? (differ && l % 7000 == 0 ? 'P' : 'E') : '-';
+      std::snprintf(line, sizeof line,
+                    "%08d %c%c ordinary generated text of the large file test ....\n", l, d, e);
+      text += line;
+      if (edit && l % 5000 == 0) text += "added line\n";
+    }
+    return text;
+  };
+  const Ports ports = make_ports(
+      repo, {{"big.txt", file(false, false, false)}}, {{"big.txt", file(false, true, false)}},
+      {{"big.txt", file(true, false, false)}}, {{"big.txt", file(true, true, true)}});
+  const auto source = oracle_patch(repo, ports.source, false);
+  const auto target = oracle_patch(repo, ports.target, false);
+
+  const json report = report_json(repo, {ports.source, ports.target});
+  const json& row = row_of(report, "big.txt");
+  EXPECT_EQ(row["class"], "different");
+  EXPECT_EQ(row["difference"], "lines");
+  EXPECT_EQ(row["source"]["added"], source.at("big.txt").added.size());
+  EXPECT_EQ(row["source"]["deleted"], source.at("big.txt").deleted.size());
+  EXPECT_EQ(row["target"]["added"], target.at("big.txt").added.size());
+  EXPECT_EQ(row["target"]["deleted"], target.at("big.txt").deleted.size());
+
+  // git's answer: the peak memory of each of the two `git diff -U0` runs.
+  const long git_peak =
+      std::max(peak_rss_kib({"git", "-C", repo.dir(), "diff", "-U0", ports.source}),
+               peak_rss_kib({"git", "-C", repo.dir(), "diff", "-U0", ports.target}));
+  for (const char* format : {"json", "md"}) {
+    const long peak = peak_rss_kib(
+        {PORTDIFF_EXE, "--repo", repo.dir(), ports.source, ports.target, "--format", format});
+    EXPECT_LE(peak, git_peak * 3 / 2)
+        << format << ": portdiff " << peak << " KiB, git diff -U0 " << git_peak << " KiB";
   }
 }
 

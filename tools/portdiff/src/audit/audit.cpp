@@ -24,6 +24,10 @@ struct Traits final {
   std::string subject;       // as written
   std::string bare_subject;  // without port markers (port_rules.h)
   std::set<std::string> paths;
+  // Read when first needed (read_patch_id): only a commit whose paths equal a
+  // commit's of the other side is hashed, as git cherry hashes only commits whose
+  // file names collide. Until then `show` keeps its git show diff.
+  DiffPtr show;
   bool has_patch_id = false;
   git_oid patch_id{};
   ChangedLineSum line_sum;         // rules out most changed-lines comparisons
@@ -40,10 +44,16 @@ Traits traits_of(git_repository* repo, const git_oid& id) {
   const char* summary = git_commit_summary(commit.get());
   traits.subject = summary == nullptr ? "" : summary;
   traits.bare_subject = bare_subject(traits.subject);
-  const DiffPtr diff = show_diff(repo, commit.get());
-  traits.paths = paths_of(diff.get());
-  traits.has_patch_id = stable_patch_id(repo, diff.get(), traits.patch_id, &traits.line_sum);
+  traits.show = show_diff(repo, commit.get());
+  traits.paths = paths_of(traits.show.get());
   return traits;
+}
+
+/// The stable patch-id and changed-line sum of `traits`, read once.
+void read_patch_id(git_repository* repo, Traits& traits) {
+  if (!traits.show) return;
+  traits.has_patch_id = stable_patch_id(repo, traits.show.get(), traits.patch_id, &traits.line_sum);
+  traits.show.reset();
 }
 
 const SidePatch& lines_of(git_repository* repo, Traits& traits, const Options& options) {
@@ -61,6 +71,8 @@ Port match(git_repository* repo, Traits& wanted, Traits& candidate, const Option
   port.by_trailer = names_in_trailer(candidate.message.c_str(), wanted.hex);
   port.by_subject = !wanted.bare_subject.empty() && candidate.bare_subject == wanted.bare_subject;
   if (!wanted.paths.empty() && candidate.paths == wanted.paths) {
+    read_patch_id(repo, wanted);
+    read_patch_id(repo, candidate);
     port.by_patch_id = wanted.has_patch_id && candidate.has_patch_id &&
                        git_oid_equal(&wanted.patch_id, &candidate.patch_id) != 0;
     // Only where the sums leave it open (Note [Changed-line sum]).
@@ -71,21 +83,42 @@ Port match(git_repository* repo, Traits& wanted, Traits& candidate, const Option
   return port;
 }
 
+/// Whether `id` is one of the shallow boundary's commits.
+bool at_boundary(const std::vector<git_oid>& boundary, const git_oid& id) {
+  return std::any_of(boundary.begin(), boundary.end(),
+                     [&](const git_oid& end) { return git_oid_equal(&end, &id) != 0; });
+}
+
 /// The commits reachable from `tip` and not from `hidden`, newest first
-/// (topological, then by time, as find walks); merges are counted, not listed.
-std::vector<git_oid> walk(git_repository* repo, const git_oid& tip, const git_oid* hidden,
-                          std::size_t* merges) {
-  git_revwalk* raw = nullptr;
-  check(git_revwalk_new(&raw, repo), "walking a branch");
-  RevwalkPtr revwalk(raw);
-  check(git_revwalk_sorting(revwalk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
-        "walking a branch");
-  check(git_revwalk_push(revwalk.get(), &tip), "walking a branch");
-  if (hidden != nullptr) check(git_revwalk_hide(revwalk.get(), hidden), "walking a branch");
+/// (topological, then by time, as find walks); merges are counted, not listed. In
+/// a shallow clone (`boundary` not empty) the walk stops at the boundary, whose
+/// commits go to `ends`: their parents are not here, so neither is their patch.
+std::vector<git_oid> walk(git_repository* repo, const git_oid& tip, const git_oid& hidden,
+                          const std::vector<git_oid>& boundary, std::size_t* merges,
+                          std::vector<git_oid>& ends) {
+  std::vector<git_oid> walked;
+  if (!boundary.empty()) {
+    // libgit2's revwalk fails at a shallow boundary: walk what is there (P26).
+    walked = walk_within(repo, {tip}, hidden, boundary);
+  } else {
+    git_revwalk* raw = nullptr;
+    check(git_revwalk_new(&raw, repo), "walking a branch");
+    RevwalkPtr revwalk(raw);
+    check(git_revwalk_sorting(revwalk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
+          "walking a branch");
+    check(git_revwalk_push(revwalk.get(), &tip), "walking a branch");
+    check(git_revwalk_hide(revwalk.get(), &hidden), "walking a branch");
+    git_oid id;
+    int status;
+    while ((status = git_revwalk_next(&id, revwalk.get())) == 0) walked.push_back(id);
+    if (status != GIT_ITEROVER) check(status, "walking a branch");
+  }
   std::vector<git_oid> commits;
-  git_oid id;
-  int status;
-  while ((status = git_revwalk_next(&id, revwalk.get())) == 0) {
+  for (const git_oid& id : walked) {
+    if (at_boundary(boundary, id)) {
+      ends.push_back(id);
+      continue;
+    }
     CommitPtr commit = lookup_commit(repo, id);
     if (git_commit_parentcount(commit.get()) != 1) {
       if (merges != nullptr) ++*merges;
@@ -93,7 +126,6 @@ std::vector<git_oid> walk(git_repository* repo, const git_oid& tip, const git_oi
     }
     commits.push_back(id);
   }
-  if (status != GIT_ITEROVER) check(status, "walking a branch");
   return commits;
 }
 
@@ -111,22 +143,29 @@ git_oid resolve_target(git_repository* repo, const std::string& spec) {
 
 /// The commits of `range` (sorted) that the history of `head` holds: one walk of
 /// the target's history back to the range's base, instead of a reachability
-/// query per commit (each of which walks that history again).
+/// query per commit (each of which walks that history again); in a shallow clone,
+/// back to the boundary.
 std::vector<git_oid> held(git_repository* repo, const git_oid& head, const git_oid& base,
-                          const std::vector<git_oid>& range) {
-  git_revwalk* raw = nullptr;
-  check(git_revwalk_new(&raw, repo), "walking a branch");
-  RevwalkPtr revwalk(raw);
-  check(git_revwalk_push(revwalk.get(), &head), "walking a branch");
-  check(git_revwalk_hide(revwalk.get(), &base), "walking a branch");
+                          const std::vector<git_oid>& range, const std::vector<git_oid>& boundary) {
+  std::vector<git_oid> walked;
+  if (!boundary.empty()) {
+    walked = walk_within(repo, {head}, base, boundary);
+  } else {
+    git_revwalk* raw = nullptr;
+    check(git_revwalk_new(&raw, repo), "walking a branch");
+    RevwalkPtr revwalk(raw);
+    check(git_revwalk_push(revwalk.get(), &head), "walking a branch");
+    check(git_revwalk_hide(revwalk.get(), &base), "walking a branch");
+    git_oid id;
+    int status;
+    while ((status = git_revwalk_next(&id, revwalk.get())) == 0) walked.push_back(id);
+    if (status != GIT_ITEROVER) check(status, "walking a branch");
+  }
   std::vector<git_oid> wanted = range, found;
   const auto less = [](const git_oid& a, const git_oid& b) { return git_oid_cmp(&a, &b) < 0; };
   std::sort(wanted.begin(), wanted.end(), less);
-  git_oid id;
-  int status;
-  while ((status = git_revwalk_next(&id, revwalk.get())) == 0)
+  for (const git_oid& id : walked)
     if (std::binary_search(wanted.begin(), wanted.end(), id, less)) found.push_back(id);
-  if (status != GIT_ITEROVER) check(status, "walking a branch");
   std::sort(found.begin(), found.end(), less);
   return found;
 }
@@ -141,8 +180,21 @@ AuditReport build_audit(const Options& options) {
   {
     RepositoryPtr repo = open_repository(options.repo);
     report.source = resolve_range(repo.get(), options.source, "source");
-    std::vector<git_oid> range =
-        walk(repo.get(), report.source.head, &report.source.base, &report.merges);
+    const std::vector<git_oid> boundary = shallow_boundary(repo.get());
+    std::vector<git_oid> range_ends;
+    std::vector<git_oid> range = walk(repo.get(), report.source.head, report.source.base, boundary,
+                                      &report.merges, range_ends);
+    if (!range_ends.empty())
+      throw Error("source '" + options.source + "' reaches the shallow boundary at " +
+                  to_hex(range_ends.front()).substr(0, 12) +
+                  ": its parent, which its patch is taken against, is not in this clone" +
+                  shallow_hint(repo.get()));
+    if (range.empty())  // as an empty range is: "all ported" would say nothing true
+      throw Error("no commit to audit in source '" + options.source + "': its " +
+                  (report.merges == 1
+                       ? std::string("1 commit is a merge")
+                       : "commits are all merges (" + std::to_string(report.merges) + ")") +
+                  ", and merges are not audited (as git cherry skips them)");
     std::reverse(range.begin(), range.end());  // oldest first
     for (const git_oid& id : range) sources.push_back(traits_of(repo.get(), id));
     std::vector<std::vector<git_oid>> contained;  // per target: the range commits it holds
@@ -150,13 +202,17 @@ AuditReport build_audit(const Options& options) {
       AuditTarget& target = report.targets.emplace_back();
       target.label = spec;
       target.head = resolve_target(repo.get(), spec);
-      if (git_merge_base(&target.fork, repo.get(), &target.head, &report.source.head) != 0)
-        target.fork = git_oid{};  // unrelated histories: every commit is the target's own
+      // None: unrelated histories (every commit is the target's own), or the fork
+      // lies past a shallow boundary.
+      target.has_fork =
+          git_merge_base(&target.fork, repo.get(), &target.head, &report.source.head) == 0;
+      if (!target.has_fork) target.fork = git_oid{};
       std::vector<Traits>& own = candidates.emplace_back();
-      for (const git_oid& id : walk(repo.get(), target.head, &report.source.head, nullptr))
+      for (const git_oid& id : walk(repo.get(), target.head, report.source.head, boundary, nullptr,
+                                    target.history_ends))
         own.push_back(traits_of(repo.get(), id));
       sourced.emplace_back(own.size(), false);
-      contained.push_back(held(repo.get(), target.head, report.source.base, range));
+      contained.push_back(held(repo.get(), target.head, report.source.base, range, boundary));
     }
 
     // Match every source commit with every target commit, as find would.

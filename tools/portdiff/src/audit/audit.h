@@ -62,8 +62,13 @@ struct UnsourcedCommit final {
 struct AuditTarget final {
   std::string label;  // as given to --onto
   git_oid head{};
+  bool has_fork = false;                   // false: no merge base in this clone
   git_oid fork{};                          // the merge base with the range's head
   std::vector<UnsourcedCommit> unsourced;  // newest first
+  // In a shallow clone: the boundary commits the walk of the target's commits
+  // reached. Their parents are not here, so the commits before them, and their
+  // own patches, were not searched (as find does, case P26).
+  std::vector<git_oid> history_ends;
 };
 
 struct AuditReport final {
@@ -71,6 +76,12 @@ struct AuditReport final {
   std::size_t merges = 0;  // merges of the range, not audited
   std::vector<AuditTarget> targets;
   std::vector<AuditCommit> commits;  // oldest first
+  /// True when a shallow boundary cut some target's history short (exit 3).
+  bool cut() const {
+    for (const AuditTarget& target : targets)
+      if (!target.history_ends.empty()) return true;
+    return false;
+  }
 };
 
 /// Runs the audit: resolves the range and the targets, matches every commit, and

@@ -3,6 +3,7 @@
 #include "diff/content.h"
 #include "diff/diff_rule.h"
 
+#include <mutex>
 #include <utility>
 
 namespace portdiff {
@@ -27,6 +28,53 @@ bool is_regular(std::uint32_t mode) {
   return mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE;
 }
 
+/*
+ * Note [Large files one at a time]
+ * The sides of a report are collected concurrently (pipeline.cpp), each holding, for
+ * the file it diffs, both ends and xdiff's tables: about what one `git diff -U0` of
+ * that file holds. For a large file two sides at once held twice that (P29: 510 MiB
+ * for a 50 MB file, git 262 MiB). So a file with an end of kLargeEndBytes or more
+ * is read and diffed under one process-wide lock: large files go one at a time,
+ * small ones in parallel. A side that finds the lock taken drops the ends it has
+ * read, waits, and reads them again (an object header would tell the size before
+ * the read, but reading one per end cost the 5,000-file report a third more time).
+ * And main() fixes glibc's mmap threshold at 4 MiB: by default a freed mapped block
+ * raises the threshold to its size (up to 32 MiB), so the next file's ends and
+ * tables come from the heap, where freed memory stays resident and another
+ * thread's arena cannot reuse it (a 24 MiB file: 240 MiB with a lock alone,
+ * 135 MiB with both; git 125 MiB).
+ */
+constexpr std::size_t kLargeEndBytes = std::size_t{8} << 20;
+std::mutex large_file_lock;
+
+/// The two ends of a text change, read for its diff; `large` holds the lock
+/// while they are large (Note [Large files one at a time]).
+struct Ends final {
+  Content old_end;
+  Content new_end;
+  std::unique_lock<std::mutex> large{large_file_lock, std::defer_lock};
+};
+
+Ends read_ends(git_repository* repo, const FileChange& change) {
+  Ends ends;
+  // False when an end is large and another side holds the lock.
+  const auto admitted = [&](const Content& end) {
+    return ends.large.owns_lock() || end.text().size() < kLargeEndBytes || ends.large.try_lock();
+  };
+  const auto read_both = [&] {
+    ends.old_end = read_content(repo, change.old_mode, change.old_id);
+    if (!admitted(ends.old_end)) return false;
+    ends.new_end = read_content(repo, change.new_mode, change.new_id);
+    return admitted(ends.new_end);
+  };
+  if (!read_both()) {
+    ends = Ends();  // wait without holding them
+    ends.large.lock();
+    read_both();  // with the lock held, always admitted
+  }
+  return ends;
+}
+
 }  // namespace
 
 SidePatch collect_lines(git_repository* repo, git_diff* diff) {
@@ -48,9 +96,8 @@ SidePatch collect_lines(git_repository* repo, git_diff* diff) {
 
     // Both ends come from the object database: a work tree, its attributes and its
     // filters cannot change what a report pinned to SHAs says.
-    Content old_content = read_content(repo, change.old_mode, change.old_id);
-    Content new_content = read_content(repo, change.new_mode, change.new_id);
-    const std::string_view old_text = old_content.text(), new_text = new_content.text();
+    Ends ends = read_ends(repo, change);
+    const std::string_view old_text = ends.old_end.text(), new_text = ends.new_end.text();
     change.binary = (is_regular(change.old_mode) && looks_binary(old_text)) ||
                     (is_regular(change.new_mode) && looks_binary(new_text));
     if (change.binary) continue;
@@ -67,7 +114,7 @@ SidePatch collect_lines(git_repository* repo, git_diff* diff) {
         break;
       case ChangeKind::modified:
       case ChangeKind::renamed:
-        change.lines = read_git(std::move(old_content), std::move(new_content));
+        change.lines = read_git(std::move(ends.old_end), std::move(ends.new_end));
         break;
     }
   }

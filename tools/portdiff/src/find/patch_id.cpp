@@ -185,12 +185,17 @@ bool stable_patch_id(git_repository* repo, git_diff* diff, git_oid& id, ChangedL
     // without any (a new empty file, a mode change). A file without hunks is all
     // header, so dropping them there cannot drop a changed line.
     const bool no_hunks = git_patch_num_hunks(file.get()) == 0;
+    // And libgit2 says "Binary files ... differ" for a binary file whose content did
+    // not change (moved as it is, or its mode alone), where git prints nothing.
+    const git_diff_delta* delta = git_diff_get_delta(diff, i);
+    const bool same_content = git_oid_equal(&delta->old_file.id, &delta->new_file.id) != 0;
     for (std::size_t at = 0; at < printed.size();) {
       const std::size_t end = printed.find('\n', at);
       const std::size_t next = end == std::string_view::npos ? printed.size() : end + 1;
       const std::string_view line = printed.substr(at, next - at);
       at = next;
       if (no_hunks && (line.substr(0, 4) == "--- " || line.substr(0, 4) == "+++ ")) continue;
+      if (same_content && line.substr(0, 13) == "Binary files ") continue;
       patch += line;
     }
     git_buf_dispose(&text);

@@ -112,6 +112,17 @@ bool shown(const AuditCommit& row, const Options& options) {
   });
 }
 
+/// What a shallow clone left unsearched (case P26, as find says it); empty when
+/// nothing was cut.
+std::string shallow_note(const AuditReport& report) {
+  if (!report.cut()) return "";
+  std::size_t n = 0;
+  for (const AuditTarget& target : report.targets) n += target.history_ends.size();
+  return "shallow clone: the search ends at " + plural(n, "boundary commit") +
+         "; the target commits before them, and the boundary commits' own patches, were not "
+         "searched (deepen with git fetch --deepen=N or --unshallow)";
+}
+
 std::string merges_note(const AuditReport& report) {
   if (report.merges == 0) return "";
   return plural(report.merges, "merge") +
@@ -131,9 +142,16 @@ std::string markdown(const AuditReport& report, const Options& options) {
          "itself.\n\n";
   out << "- source " << code_text(report.source.spec) << ": `" << to_hex(report.source.base) << ".."
       << to_hex(report.source.head) << "` — " << plural(report.commits.size(), "commit") << "\n";
-  for (const AuditTarget& target : report.targets)
-    out << "- target " << code_text(target.label) << ": `" << to_hex(target.head)
-        << "`, forked at `" << to_hex(target.fork) << "`\n";
+  for (const AuditTarget& target : report.targets) {
+    out << "- target " << code_text(target.label) << ": `" << to_hex(target.head) << "`, "
+        << (target.has_fork ? "forked at `" + to_hex(target.fork) + "`"
+                            : std::string("no merge base with the source in this clone"))
+        << "\n";
+    for (const git_oid& end : target.history_ends)
+      out << "  - history ends at `" << to_hex(end)
+          << "` (shallow clone): older commits not searched\n";
+  }
+  if (report.cut()) out << "\n**" << md_text(shallow_note(report)) << ".**\n";
   if (!merges_note(report).empty()) out << "\n" << md_text(merges_note(report)) << ".\n";
   out << "\n| commit | subject |";
   for (const AuditTarget& target : report.targets) out << " " << code(target.label) << " |";
@@ -166,9 +184,16 @@ std::string text(const AuditReport& report, const Options& options) {
   out << verdict_line(report) << "\n";
   out << "source  " << to_hex(report.source.base) << ".." << to_hex(report.source.head) << "  ("
       << quote(report.source.label) << ")\n";
-  for (const AuditTarget& target : report.targets)
-    out << "target  " << to_hex(target.head) << "  (" << quote(target.label) << "), forked at "
-        << short_hex(target.fork) << "\n";
+  for (const AuditTarget& target : report.targets) {
+    out << "target  " << to_hex(target.head) << "  (" << quote(target.label) << "), "
+        << (target.has_fork ? "forked at " + short_hex(target.fork)
+                            : std::string("no merge base with the source in this clone"))
+        << "\n";
+    for (const git_oid& end : target.history_ends)
+      out << "        history ends at " << short_hex(end)
+          << " (shallow clone)  older commits not searched\n";
+  }
+  if (report.cut()) out << "        " << shallow_note(report) << "\n";
   if (!merges_note(report).empty()) out << "        " << merges_note(report) << "\n";
   const NameStyle plain = [](const std::string& s) { return s; };
   const NameStyle name = [](const std::string& path) { return quote(path); };
@@ -219,7 +244,7 @@ std::string json_document(const AuditReport& report, const Options& options) {
     json entry = json::object();
     entry["label"] = target.label;
     entry["head"] = to_hex(target.head);
-    entry["fork"] = to_hex(target.fork);
+    entry["fork"] = target.has_fork ? json(to_hex(target.fork)) : json(nullptr);
     entry["counts"] = {{"identical", c.identical},
                        {"different", c.different},
                        {"not_ported", c.not_ported},
@@ -234,6 +259,9 @@ std::string json_document(const AuditReport& report, const Options& options) {
       unsourced.push_back(std::move(item));
     }
     entry["no_source"] = std::move(unsourced);
+    json ends = json::array();
+    for (const git_oid& end : target.history_ends) ends.push_back(to_hex(end));
+    entry["history_ends"] = std::move(ends);
     targets.push_back(std::move(entry));
   }
   json commits = json::array();
@@ -270,6 +298,7 @@ std::string json_document(const AuditReport& report, const Options& options) {
   document["verdict"] = verdict_line(report);
   document["source"] = range_json(report.source);
   document["merges_not_audited"] = report.merges;
+  document["complete"] = !report.cut();
   document["targets"] = std::move(targets);
   document["commits"] = std::move(commits);
   return dump_json(document);
