@@ -500,7 +500,7 @@ void CpuGraph::replay() {
     std::memcpy(r.live.data_ptr(), r.pristine.const_data_ptr(), r.pristine.nbytes());
   }
   for (const auto& step : steps_) {
-    const c10::impl::ForceDispatchKeyGuard as_captured(step.tls);
+    const c10::impl::ForceDispatchKeyGuard dispatch_as_captured(as_captured(step.tls));
     stack_.assign(step.arguments.begin(), step.arguments.end());
     step.op.redispatchBoxed(step.keys, &stack_);
     for (std::size_t k = 0; k < step.copy_to.size(); ++k) {

@@ -166,6 +166,14 @@ bool uninitialized(const c10::OperatorHandle& op) {
          name == "aten::empty_permuted";
 }
 
+c10::impl::LocalDispatchKeySet as_captured(c10::impl::LocalDispatchKeySet captured) {
+  const auto now = c10::impl::tls_local_dispatch_key_set();
+  const c10::DispatchKeySet record(kRecordKey);
+  captured.included_ = captured.included_ | (now.included_ & record);
+  captured.excluded_ = captured.excluded_ | (now.excluded_ & record);
+  return captured;
+}
+
 c10::DispatchKeySet below_recorder(c10::DispatchKeySet keys) {
   return keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kRecordKey);
 }
@@ -208,10 +216,11 @@ void OpRecorder::record(const c10::OperatorHandle& op, c10::DispatchKeySet below
               " reads tensor values on the host (or makes a shape from them), which a graph "
               "cannot replay; a device graph capture fails on it too",
               number_advice(op, given));
-  c10::impl::ExcludeDispatchKeyGuard nested_not_recorded(kRecordKey);
   auto tls = c10::impl::tls_local_dispatch_key_set();
   tls.included_ = tls.included_.remove(kRecordKey);
+  tls.excluded_ = tls.excluded_.remove(kRecordKey);
   RecordedOp recorded{op, below, {}, {}, std::nullopt, {}, {}, tls};
+  c10::impl::ExcludeDispatchKeyGuard nested_not_recorded(kRecordKey);
   if (lifts_a_literal(op)) recorded.literal = literal_bytes(given[0].toTensor());
   op.redispatchBoxed(below, stack);
   const auto m = schema.returns().size();

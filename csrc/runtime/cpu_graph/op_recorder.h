@@ -31,9 +31,9 @@ struct RecordedOp final {
   /// Per return, right after the op: a tensor that something besides the op's returns holds
   /// (a global, a memoised table, a hook's saved result), which the graph must not move.
   std::vector<bool> held;
-  /// The thread's included and excluded dispatch keys while the op ran (the recorder's key
-  /// excluded): what the ops its kernel calls dispatch with, such as autocast turned off inside
-  /// an autocast region (Note [CPU graph]).
+  /// The thread's included and excluded dispatch keys while the op ran, the recorder's key left
+  /// out of both: what the ops its kernel calls dispatch with, such as autocast turned off
+  /// inside an autocast region (Note [CPU graph]). Replayed through as_captured().
   c10::impl::LocalDispatchKeySet tls;
 };
 
@@ -82,6 +82,11 @@ class OpRecorder final {
   std::vector<RecordedOp> ops_;
   c10::impl::IncludeDispatchKeyGuard include_;
 };
+
+/// `captured` (RecordedOp::tls) with the recorder's key as the calling thread has it now, so a
+/// replay neither records its nested calls nor hides them from a recorder that is active (a
+/// compiled model a custom op calls, captured while the outer graph replays).
+c10::impl::LocalDispatchKeySet as_captured(c10::impl::LocalDispatchKeySet captured);
 
 /// The keys below the recorder's in `keys`: where the recorded kernels are.
 c10::DispatchKeySet below_recorder(c10::DispatchKeySet keys);
