@@ -96,23 +96,7 @@ bool at_boundary(const std::vector<git_oid>& boundary, const git_oid& id) {
 std::vector<git_oid> walk(git_repository* repo, const git_oid& tip, const git_oid& hidden,
                           const std::vector<git_oid>& boundary, std::size_t* merges,
                           std::vector<git_oid>& ends) {
-  std::vector<git_oid> walked;
-  if (!boundary.empty()) {
-    // libgit2's revwalk fails at a shallow boundary: walk what is there (P26).
-    walked = walk_within(repo, {tip}, hidden, boundary);
-  } else {
-    git_revwalk* raw = nullptr;
-    check(git_revwalk_new(&raw, repo), "walking a branch");
-    RevwalkPtr revwalk(raw);
-    check(git_revwalk_sorting(revwalk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
-          "walking a branch");
-    check(git_revwalk_push(revwalk.get(), &tip), "walking a branch");
-    check(git_revwalk_hide(revwalk.get(), &hidden), "walking a branch");
-    git_oid id;
-    int status;
-    while ((status = git_revwalk_next(&id, revwalk.get())) == 0) walked.push_back(id);
-    if (status != GIT_ITEROVER) check(status, "walking a branch");
-  }
+  const std::vector<git_oid> walked = walk_history(repo, {tip}, hidden, boundary);
   std::vector<git_oid> commits;
   for (const git_oid& id : walked) {
     if (at_boundary(boundary, id)) {
@@ -147,20 +131,7 @@ git_oid resolve_target(git_repository* repo, const std::string& spec) {
 /// back to the boundary.
 std::vector<git_oid> held(git_repository* repo, const git_oid& head, const git_oid& base,
                           const std::vector<git_oid>& range, const std::vector<git_oid>& boundary) {
-  std::vector<git_oid> walked;
-  if (!boundary.empty()) {
-    walked = walk_within(repo, {head}, base, boundary);
-  } else {
-    git_revwalk* raw = nullptr;
-    check(git_revwalk_new(&raw, repo), "walking a branch");
-    RevwalkPtr revwalk(raw);
-    check(git_revwalk_push(revwalk.get(), &head), "walking a branch");
-    check(git_revwalk_hide(revwalk.get(), &base), "walking a branch");
-    git_oid id;
-    int status;
-    while ((status = git_revwalk_next(&id, revwalk.get())) == 0) walked.push_back(id);
-    if (status != GIT_ITEROVER) check(status, "walking a branch");
-  }
+  const std::vector<git_oid> walked = walk_history(repo, {head}, base, boundary);
   std::vector<git_oid> wanted = range, found;
   const auto less = [](const git_oid& a, const git_oid& b) { return git_oid_cmp(&a, &b) < 0; };
   std::sort(wanted.begin(), wanted.end(), less);

@@ -82,26 +82,9 @@ FindResult find_ports(git_repository* repo, const Options& options) {
 
   // One walk over the union of the branches visits every commit once, however
   // many branches share it.
-  std::vector<git_oid> candidates;
-  if (!boundary.empty()) {
-    // libgit2's revwalk fails at a shallow boundary: walk what is there (P26).
-    std::vector<git_oid> tips;
-    for (const Branch& branch : branches) tips.push_back(branch.tip);
-    candidates = walk_within(repo, tips, found.commit, boundary);
-  } else {
-    git_revwalk* walk_raw = nullptr;
-    check(git_revwalk_new(&walk_raw, repo), "walking the branches");
-    RevwalkPtr walk(walk_raw);
-    check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
-          "walking the branches");
-    for (const Branch& branch : branches)
-      check(git_revwalk_push(walk.get(), &branch.tip), "walking " + branch.name);
-    check(git_revwalk_hide(walk.get(), &found.commit), "walking the branches");
-    git_oid id;
-    int status;
-    while ((status = git_revwalk_next(&id, walk.get())) == 0) candidates.push_back(id);
-    if (status != GIT_ITEROVER) check(status, "walking the branches");
-  }
+  std::vector<git_oid> tips;
+  for (const Branch& branch : branches) tips.push_back(branch.tip);
+  const std::vector<git_oid> candidates = walk_history(repo, tips, found.commit, boundary);
 
   std::vector<std::pair<Port, std::size_t>> ports;  // and where walked; newest first
   std::vector<std::size_t> ends;                    // where walked: the boundary commits

@@ -137,6 +137,9 @@ std::vector<git_oid> shallow_boundary(git_repository* repo) {
   return std::vector<git_oid>(roots.begin(), roots.end());
 }
 
+namespace {
+
+// walk_history's order in a shallow clone, from the commits it has.
 std::vector<git_oid> walk_within(git_repository* repo, const std::vector<git_oid>& tips,
                                  const git_oid& hidden, const std::vector<git_oid>& boundary) {
   const OidSet roots(boundary.begin(), boundary.end());
@@ -186,6 +189,27 @@ std::vector<git_oid> walk_within(git_repository* repo, const std::vector<git_oid
       if (--nodes.at(parent).children == 0) ready.push(parent);
   }
   return order;
+}
+
+}  // namespace
+
+std::vector<git_oid> walk_history(git_repository* repo, const std::vector<git_oid>& tips,
+                                  const git_oid& hidden, const std::vector<git_oid>& boundary) {
+  if (!boundary.empty()) return walk_within(repo, tips, hidden, boundary);
+  git_revwalk* raw = nullptr;
+  check(git_revwalk_new(&raw, repo), "walking the history");
+  RevwalkPtr revwalk(raw);
+  check(git_revwalk_sorting(revwalk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_TIME),
+        "walking the history");
+  for (const git_oid& tip : tips)
+    check(git_revwalk_push(revwalk.get(), &tip), "walking the history");
+  check(git_revwalk_hide(revwalk.get(), &hidden), "walking the history");
+  std::vector<git_oid> walked;
+  git_oid id;
+  int status;
+  while ((status = git_revwalk_next(&id, revwalk.get())) == 0) walked.push_back(id);
+  if (status != GIT_ITEROVER) check(status, "walking the history");
+  return walked;
 }
 
 std::string shallow_hint(git_repository* repo) {

@@ -32,12 +32,12 @@ bool has_commit(git_repository* repo, const git_oid& id);
 std::vector<git_oid> shallow_boundary(git_repository* repo);
 
 /// The commits reachable from `tips` and not from `hidden`, children before parents
-/// and newest first among the ready ones (`git rev-list --topo-order`). The walk
-/// does not go past a commit of `boundary`: such a commit is listed, its parents
-/// are not looked up. For a shallow clone, where libgit2's revwalk fails at the
-/// boundary; `hidden` must be a commit this clone has.
-std::vector<git_oid> walk_within(git_repository* repo, const std::vector<git_oid>& tips,
-                                 const git_oid& hidden, const std::vector<git_oid>& boundary);
+/// and newest first among the ready ones (`git rev-list --topo-order`). In a shallow
+/// clone (`boundary` not empty), where libgit2's revwalk fails at the boundary, the
+/// walk does not go past a commit of `boundary`: such a commit is listed, its parents
+/// are not looked up, and `hidden` must be a commit this clone has.
+std::vector<git_oid> walk_history(git_repository* repo, const std::vector<git_oid>& tips,
+                                  const git_oid& hidden, const std::vector<git_oid>& boundary);
 
 /// The hint appended to errors in a shallow clone; empty in a complete one.
 std::string shallow_hint(git_repository* repo);
