@@ -73,7 +73,9 @@ from typing import Any
 
 import torch
 import torch._dynamo
-from cpu_graph import denoiser_call, interleaved, sample, thread_us  # bench/ is on sys.path
+
+# bench/ is on sys.path when run
+from cpu_graph import denoiser_call, flux_call, interleaved, sample, thread_us
 from results_md import save_plot, write_section
 
 import graphdispatch
@@ -86,7 +88,7 @@ MODELS: dict[str, tuple[str, str, Callable[[], tuple[torch.nn.Module, tuple, dic
     "flux": (
         "Flux",
         "tiny Flux transformer forward (1 double + 2 single blocks)",
-        lambda: denoiser_call("flux", num_layers=1, num_single_layers=2),
+        lambda: flux_call(1, 2),
     ),
     "sd3": ("SD3", "tiny SD3 transformer forward (the demo's)", lambda: denoiser_call("sd3")),
     "sd": ("SD", "tiny SD UNet forward (the demo's, batch 2)", lambda: denoiser_call("sd")),

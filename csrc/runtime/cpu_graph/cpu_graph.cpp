@@ -499,8 +499,10 @@ void CpuGraph::replay() {
   for (const auto& r : restores_) {
     std::memcpy(r.live.data_ptr(), r.pristine.const_data_ptr(), r.pristine.nbytes());
   }
+  // Every step puts the keys back when it ends: one reading serves them all.
+  const auto now = c10::impl::tls_local_dispatch_key_set();
   for (const auto& step : steps_) {
-    const c10::impl::ForceDispatchKeyGuard dispatch_as_captured(as_captured(step.tls));
+    const c10::impl::ForceDispatchKeyGuard dispatch_as_captured(as_captured(step.tls, now));
     stack_.assign(step.arguments.begin(), step.arguments.end());
     step.op.redispatchBoxed(step.keys, &stack_);
     for (std::size_t k = 0; k < step.copy_to.size(); ++k) {

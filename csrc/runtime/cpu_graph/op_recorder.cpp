@@ -166,8 +166,8 @@ bool uninitialized(const c10::OperatorHandle& op) {
          name == "aten::empty_permuted";
 }
 
-c10::impl::LocalDispatchKeySet as_captured(c10::impl::LocalDispatchKeySet captured) {
-  const auto now = c10::impl::tls_local_dispatch_key_set();
+c10::impl::LocalDispatchKeySet as_captured(c10::impl::LocalDispatchKeySet captured,
+                                           const c10::impl::LocalDispatchKeySet& now) {
   const c10::DispatchKeySet record(kRecordKey);
   captured.included_ = captured.included_ | (now.included_ & record);
   captured.excluded_ = captured.excluded_ | (now.excluded_ & record);

@@ -83,10 +83,11 @@ class OpRecorder final {
   c10::impl::IncludeDispatchKeyGuard include_;
 };
 
-/// `captured` (RecordedOp::tls) with the recorder's key as the calling thread has it now, so a
-/// replay neither records its nested calls nor hides them from a recorder that is active (a
-/// compiled model a custom op calls, captured while the outer graph replays).
-c10::impl::LocalDispatchKeySet as_captured(c10::impl::LocalDispatchKeySet captured);
+/// `captured` (RecordedOp::tls) with the recorder's key as `now` (the replaying thread's keys)
+/// has it, so a replay neither records its nested calls nor hides them from a recorder that is
+/// active (a compiled model a custom op calls, captured while the outer graph replays).
+c10::impl::LocalDispatchKeySet as_captured(c10::impl::LocalDispatchKeySet captured,
+                                           const c10::impl::LocalDispatchKeySet& now);
 
 /// The keys below the recorder's in `keys`: where the recorded kernels are.
 c10::DispatchKeySet below_recorder(c10::DispatchKeySet keys);

@@ -83,12 +83,6 @@ Port match(git_repository* repo, Traits& wanted, Traits& candidate, const Option
   return port;
 }
 
-/// Whether `id` is one of the shallow boundary's commits.
-bool at_boundary(const std::vector<git_oid>& boundary, const git_oid& id) {
-  return std::any_of(boundary.begin(), boundary.end(),
-                     [&](const git_oid& end) { return git_oid_equal(&end, &id) != 0; });
-}
-
 /// The commits reachable from `tip` and not from `hidden`, newest first
 /// (topological, then by time, as find walks); merges are counted, not listed. In
 /// a shallow clone (`boundary` not empty) the walk stops at the boundary, whose

@@ -52,11 +52,7 @@ FindResult find_ports(git_repository* repo, const Options& options) {
     throw Error("COMMIT '" + options.find_commit +
                 "' is a root commit: it has no parent to take its patch against");
   const std::vector<git_oid> boundary = shallow_boundary(repo);
-  const auto at_boundary = [&](const git_oid& id) {
-    return std::any_of(boundary.begin(), boundary.end(),
-                       [&](const git_oid& end) { return git_oid_equal(&end, &id) != 0; });
-  };
-  if (at_boundary(found.commit))
+  if (at_boundary(boundary, found.commit))
     throw Error("COMMIT '" + options.find_commit +
                 "' is at the shallow boundary: its parent, which its patch is taken "
                 "against, is not in this clone" +
@@ -92,7 +88,7 @@ FindResult find_ports(git_repository* repo, const Options& options) {
   Progress progress(candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     progress.tick(i + 1);
-    if (at_boundary(candidates[i])) {
+    if (at_boundary(boundary, candidates[i])) {
       // Its parents are not here: nothing flows on, and its patch cannot be taken.
       ends.push_back(i);
       found.history_ends.push_back(candidates[i]);

@@ -137,6 +137,11 @@ std::vector<git_oid> shallow_boundary(git_repository* repo) {
   return std::vector<git_oid>(roots.begin(), roots.end());
 }
 
+bool at_boundary(const std::vector<git_oid>& boundary, const git_oid& id) {
+  return std::any_of(boundary.begin(), boundary.end(),
+                     [&](const git_oid& end) { return git_oid_equal(&end, &id) != 0; });
+}
+
 namespace {
 
 // walk_history's order in a shallow clone, from the commits it has.

@@ -31,6 +31,9 @@ bool has_commit(git_repository* repo, const git_oid& id);
 /// parents are not here); empty in a complete clone.
 std::vector<git_oid> shallow_boundary(git_repository* repo);
 
+/// True when `id` is one of `boundary`'s commits (shallow_boundary).
+bool at_boundary(const std::vector<git_oid>& boundary, const git_oid& id);
+
 /// The commits reachable from `tips` and not from `hidden`, children before parents
 /// and newest first among the ready ones (`git rev-list --topo-order`). In a shallow
 /// clone (`boundary` not empty), where libgit2's revwalk fails at the boundary, the
