@@ -76,25 +76,29 @@ def stats() -> dict[str, Any]:
     the non-graph path}, the reasons of ``_C.fallback_reasons()``, listed in docs/diagnosing.md,
     "Fallback reasons and what to do"), routes ({route: graphs compiled since the last reset}),
     graph_passes ({pass name: rewrites the ``graph_passes`` option's passes reported since the
-    last reset}); and gauges that reset() leaves alone: entries (captured entries alive now),
+    last reset}), fast_path ({"calls": module calls that ran Dynamo's compiled code directly,
+    "through_dynamo": {reason: module calls the fast path sent through Dynamo}}, docs/usage.md,
+    "The fast path"); and gauges that reset() leaves alone: entries (captured entries alive now),
     entry_bytes (bytes they hold: input buffers plus graph memory, the CPU graph's shared
     workspace counted once) and workspace_bytes (that workspace: its live blocks).
     Counters are per process; a forked child starts from zero (it keeps the workspace blocks it
     inherited).
     """
-    from . import _C
+    from . import _C, _fast_path
     from ._backend import pass_counts, route_counts
 
     out = _C.stats()
     out["routes"] = route_counts()
     out["graph_passes"] = pass_counts()
+    out["fast_path"] = _fast_path.counts()
     return out
 
 
 def reset() -> None:
     """Clears every runner's cached graphs (graphs reset, buffers freed) and all counters."""
-    from . import _C
+    from . import _C, _fast_path
     from ._backend import clear_caches
 
     clear_caches()
     _C.reset_stats()
+    _fast_path.reset_counts()

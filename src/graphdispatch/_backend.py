@@ -48,16 +48,9 @@ import torch
 from . import config
 from ._device_graphs import choose_kind, make_factory, warn_without_warmup
 from ._entry_lifetime import StaticInputWatch
-from ._graph_analysis import (
-    describe_node,
-    flat_output,
-    graph_effects,
-    graph_refusal,
-    input_name,
-    is_static_input,
-    marked_static_address,
-)
-from ._host_numbers import host_numbers, numbers_outside, take_numbers, tensors_inside
+from ._free_tensors import lift_free_tensors, with_free_tensors
+from ._graph_analysis import describe_node, flat_output, graph_refusal, input_name, input_roles
+from ._host_numbers import HostNumbers
 from ._once import RunOnce, Setup, register_reset_after_fork
 
 log = logging.getLogger("graphdispatch")
@@ -111,13 +104,6 @@ def _load_extension() -> None:
 
 SETUP_INDUCTOR = RunOnce("inductor", _setup_inductor)
 LOAD_EXTENSION = RunOnce("extension", _load_extension)
-# What each route needs before its first graph, run once in order (Note [Lazy loading] in
-# _registration.py). Inductor's setup never runs on the graph_only route; Dynamo needs none from us.
-ROUTE_SETUP: dict[str, Setup] = {
-    ROUTE_GRAPH_ONLY: Setup(ROUTE_GRAPH_ONLY, LOAD_EXTENSION),
-    ROUTE_GRAPH_WITH_COMPILE: Setup(ROUTE_GRAPH_WITH_COMPILE, LOAD_EXTENSION, SETUP_INDUCTOR),
-    ROUTE_DEFAULT: Setup(ROUTE_DEFAULT, SETUP_INDUCTOR),
-}
 _FACTORIES: dict[str, Any] = {}
 _FACTORIES_LOCK = threading.Lock()
 
@@ -269,6 +255,79 @@ class CompiledGraph:
     written: list[int] = dataclasses.field(default_factory=list)
 
 
+def _capture_fx(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, numbers: HostNumbers
+) -> tuple[Callable, Any]:
+    """graph_only: the runner captures the FX graph itself, rewritten to take the numbers."""
+    numbers.take(gm)
+    return gm.forward, None
+
+
+def _compile_then_capture(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, numbers: HostNumbers
+) -> tuple[Callable, Any]:
+    """graph_with_compile: the runner captures Inductor's function (its cudagraphs off), given
+    its 0-d tensors back (Inductor specialises a plain number); on the CPU Inductor's C++
+    entry, which its own graph factory calls from C++ (Note [Inductor's C++ entry])."""
+    SETUP_INDUCTOR()
+    if kind == "cpp_wrapper":
+        from . import _cpp_wrapper
+
+        compiled, calls = _cpp_wrapper.compile_with_cpp_wrapper(gm, example_inputs)
+        return numbers.inside(compiled), _cpp_wrapper.graph_factory(calls)
+    # compile_fx's result is called as fn(*args), as Dynamo calls it; the `_boxed_call` it
+    # carries is copied from the inner function and does not describe it.
+    return numbers.inside(_inductor(gm, example_inputs, cudagraphs=False)), None
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    """One route of Note [Routes]: what it sets up once before its first graph (Note [Lazy
+    loading] in _registration.py), what the runner captures (None: no runner, Inductor alone),
+    and whether ``verify_replays`` compares exactly (graph_only replays the very FX graph the
+    check runs, so any difference is a bug)."""
+
+    setup: Setup
+    captured: Callable[..., tuple[Callable, Any]] | None
+    exact_verify: bool = False
+
+
+ROUTES: dict[str, Route] = {
+    ROUTE_GRAPH_WITH_COMPILE: Route(
+        Setup(ROUTE_GRAPH_WITH_COMPILE, LOAD_EXTENSION, SETUP_INDUCTOR), _compile_then_capture
+    ),
+    ROUTE_GRAPH_ONLY: Route(
+        Setup(ROUTE_GRAPH_ONLY, LOAD_EXTENSION), _capture_fx, exact_verify=True
+    ),
+    ROUTE_DEFAULT: Route(Setup(ROUTE_DEFAULT, SETUP_INDUCTOR), None),
+}
+
+
+def _refuse(record: CompiledGraph, fn: Callable, numbers: HostNumbers) -> Callable | None:
+    """``fn`` counted as a fallback on every call when the graph is refused as a whole (the
+    reason kept on ``record``), else None."""
+    refusal = graph_refusal(record.gm)
+    if refusal is None:
+        return None
+    reason, node = refusal
+    log.warning(
+        "graphdispatch: graph not captured (%s, at %s); every call runs without a graph",
+        reason,
+        describe_node(node),
+    )
+    record.refusal, record.refusal_node = reason, node
+    return numbers.outside(_refused(fn, reason))
+
+
+def _capture_at_compile(runner: Any, example_inputs: list[Any]) -> None:
+    # Dynamo compiles with inference mode off even when the call runs in it; the cache key
+    # leaves inference mode out, so this capture serves calls under torch.inference_mode() too.
+    try:
+        runner.capture(*example_inputs)
+    except TypeError as error:  # an input the key cannot hold (e.g. a SymInt): capture lazily
+        log.info("compile-time capture skipped, capturing at the first call: %s", error)
+
+
 def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> Callable:
     """The compiled function of ``record``'s graph on its (graph) route: a C++ GraphRunner over
     the FX graph or Inductor's output. Fills ``record`` with the runner (or the refusal) and the
@@ -276,69 +335,28 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     """
     from . import _C
 
-    gm, example_inputs, route = record.gm, record.example_inputs, record.route
+    route = ROUTES[record.route]
     # Numbers Dynamo passes as 0-d tensors reach the runner as numbers, keyed on their value
-    # (case C70): Inductor specialises a plain number, so it keeps the tensor and gets it back.
-    numbers = host_numbers(gm, example_inputs)
-    # compile_fx's result is called as fn(*args), as Dynamo calls it; the `_boxed_call` it
-    # carries is copied from the inner function and does not describe it.
-    factory = None
-    if route == ROUTE_GRAPH_WITH_COMPILE and kind == "cpp_wrapper":
-        SETUP_INDUCTOR()
-        from . import _cpp_wrapper
-
-        compiled, calls = _cpp_wrapper.compile_with_cpp_wrapper(gm, example_inputs)
-        fn = tensors_inside(compiled, numbers, example_inputs)
-        factory = _cpp_wrapper.graph_factory(calls)
-    elif route == ROUTE_GRAPH_WITH_COMPILE:
-        fn = tensors_inside(
-            _inductor(gm, example_inputs, cudagraphs=False), numbers, example_inputs
-        )
-    else:
-        take_numbers(gm, numbers)
-        fn = gm.forward
-    if numbers:
-        example_inputs = [v.item() if i in numbers else v for i, v in enumerate(example_inputs)]
-    refusal = graph_refusal(gm)
-    if refusal is not None:
-        reason, node = refusal
-        log.warning(
-            "graphdispatch: graph not captured (%s, at %s); every call runs without a graph",
-            reason,
-            describe_node(node),
-        )
-        record.refusal, record.refusal_node = reason, node
-        return numbers_outside(_refused(fn, reason), numbers)
-    fn, unflatten = _with_flat_output(fn, gm)
-    placeholders = gm.graph.find_nodes(op="placeholder")
-    is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
-    effects = graph_effects(gm)
-    written = effects.written or []
-    if effects.written is None:  # unknown: the runtime counts every dynamic input as written
-        is_static = [
-            s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)
-        ]
-    # A tensor marked as a static address stays static even when written: read and written in
-    # place, its values put back after warmup and capture, so each call writes it once (case
-    # C36). Dynamo marks every parameter and buffer of an inlined module so ("unguarded"):
-    # running stats, counters and a buffer viewing another buffer (case C28) are written where
-    # they are. A static input not so marked that the graph writes becomes a copied input.
-    is_static = [
-        s and (i not in written or marked_static_address(v))
-        for i, (s, v) in enumerate(zip(is_static, example_inputs))
-    ]
+    # (case C70).
+    numbers = HostNumbers(record.gm, record.example_inputs)
+    fn, factory = route.captured(record.gm, record.example_inputs, kind, numbers)
+    refused = _refuse(record, fn, numbers)
+    if refused is not None:
+        return refused
+    fn, unflatten = _with_flat_output(fn, record.gm)
+    example_inputs = numbers.examples(record.example_inputs)
+    roles = input_roles(record.gm, example_inputs)
     watch = StaticInputWatch()
     runtime_options = config.runtime_options(options)
-    # graph_only replays the very FX graph the check runs: any difference is a bug, so exact.
-    if route == ROUTE_GRAPH_ONLY:
+    if route.exact_verify:
         runtime_options.update(verify_rtol=0.0, verify_atol=0.0)
     runner = _C.GraphRunner(
         fn,
-        is_static,
+        roles.is_static,
         factory or graph_factory(kind),
         log=log.warning,
-        written_inputs=effects.written,
-        draws_random=effects.draws_random,
+        written_inputs=roles.effects.written,
+        draws_random=roles.effects.draws_random,
         watch=watch,
         input_names=record.names,
         **runtime_options,
@@ -346,15 +364,10 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     watch.bind(runner)
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
-    record.runner, record.is_static, record.written = runner, is_static, written
-    # Dynamo compiles with inference mode off even when the call runs in it; the cache key
-    # leaves inference mode out, so this capture serves calls under torch.inference_mode() too.
+    record.runner, record.is_static, record.written = runner, roles.is_static, roles.written
     if not options["lazy_capture"]:
-        try:
-            runner.capture(*example_inputs)
-        except TypeError as error:  # an input the key cannot hold (e.g. a SymInt): capture lazily
-            log.info("compile-time capture skipped, capturing at the first call: %s", error)
-    call = numbers_outside(runner, numbers)
+        _capture_at_compile(runner, example_inputs)
+    call = numbers.outside(runner)
     if unflatten is None:
         return call
     return lambda *args: unflatten(call(*args))
@@ -396,7 +409,7 @@ class Backend:
         options = config.resolve(self.options)
         run_graph_passes(gm, options["graph_passes"])
         route, kind, reason = choose_route(options, example_inputs)
-        ROUTE_SETUP[route]()
+        ROUTES[route].setup()
         log.info(
             "graphdispatch route %s (%s) for a graph of %d nodes",
             route,
@@ -404,17 +417,24 @@ class Backend:
             len(gm.graph.nodes),
         )
         _count_route(route)
+        # Tensors the graph holds as attributes (install_free_tensors) become static inputs,
+        # which the runner can vouch for; Inductor alone reads them where they are.
+        lifted, free = lift_free_tensors(gm) if route != ROUTE_DEFAULT else (gm, [])
         record = CompiledGraph(
-            gm,
-            list(example_inputs),
+            lifted,
+            [*example_inputs, *free],
             route,
             reason,
-            [input_name(n) for n in gm.graph.find_nodes(op="placeholder")],
+            [input_name(n) for n in lifted.graph.find_nodes(op="placeholder")],
         )
         if route == ROUTE_DEFAULT:
             compiled = _inductor(gm, example_inputs, cudagraphs=False)
         else:
-            compiled = build_runner(record, kind, options)
+            compiled = with_free_tensors(build_runner(record, kind, options), free)
+        if options["fast_path"]:
+            from ._fast_path import install_for_caller
+
+            install_for_caller()
         if self.on_graph is not None:
             self.on_graph(record)
         return compiled

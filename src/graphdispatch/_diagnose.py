@@ -46,6 +46,9 @@ class Explanation:
     graph_breaks: list[dict[str, Any]]
     graphs: list[dict[str, Any]]
     stats: dict[str, Any]
+    # Whether the next call skips Dynamo's frame handling (Note [Fast path]), and why not.
+    fast_path_armed: bool = False
+    fast_path: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -57,6 +60,12 @@ class Explanation:
             f"{len(self.graph_breaks)} graph break(s), {fallbacks} fallback reason(s)",
             "options: " + ", ".join(f"{k}={v!r}" for k, v in self.options.items()),
             "the call: " + _counters(self.stats),
+            "fast path: "
+            + (
+                "armed (later calls run Dynamo's compiled code without its frame handling)"
+                if self.fast_path_armed
+                else f"off ({self.fast_path})"
+            ),
         ]
         for k, brk in enumerate(self.graph_breaks):
             lines.append(f"graph break {k}: {brk['reason']} at {brk['where']}")
@@ -241,9 +250,30 @@ def explain(
     backend.on_graph = records.append
     before = graphdispatch.stats()
     try:
-        torch.compile(model_or_fn, backend=backend)(*args, **kwargs)
+        compiled = torch.compile(model_or_fn, backend=backend)
+        compiled(*args, **kwargs)
         delta = stats_delta(before, graphdispatch.stats())
         graphs = [_graph_report(k, r) for k, r in enumerate(records)]
+        why_not = _fast_path_state(compiled, config.resolve(backend.options))
     finally:
         torch._dynamo.reset()
-    return Explanation(options=chosen, graph_breaks=breaks, graphs=graphs, stats=delta)
+    return Explanation(
+        options=chosen,
+        graph_breaks=breaks,
+        graphs=graphs,
+        stats=delta,
+        fast_path_armed=not why_not,
+        fast_path=why_not,
+    )
+
+
+def _fast_path_state(compiled: Any, options: dict[str, Any]) -> str:
+    """ "" when the next call of ``compiled`` takes the fast path, else why it does not."""
+    from ._fast_path import fast_path_of
+
+    if not options["fast_path"]:
+        return "the fast_path option is off"
+    fast = fast_path_of(compiled)
+    if fast is None:
+        return "not a module compiled by torch.compile or module.compile(): Dynamo stays"
+    return fast.state()

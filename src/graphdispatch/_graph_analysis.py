@@ -14,14 +14,19 @@ from typing import Any
 
 import torch
 
+from ._free_tensors import LIFTED
+
 log = logging.getLogger("graphdispatch")
 
 
 def is_static_input(node: torch.fx.Node, value: Any) -> bool:
-    """True for parameters and buffers Dynamo lifted (Note [Static inputs])."""
+    """True for parameters and buffers Dynamo lifted, and for tensors the graph held as
+    attributes (_free_tensors.py) (Note [Static inputs])."""
     if not isinstance(value, torch.Tensor):
         return False
     if isinstance(value, torch.nn.Parameter) or marked_static_address(value):
+        return True
+    if LIFTED in node.meta:
         return True
     grapharg = node.meta.get("grapharg")
     source = getattr(grapharg, "source", None)
@@ -47,7 +52,10 @@ def input_name(node: torch.fx.Node) -> str:
     module path (``transformer_blocks.3.attn.to_q.weight``, from Dynamo's source
     ``L['self']._modules['transformer_blocks']._modules['3']...``), a tensor argument by its
     name (``hidden_states``, also from ``L['kwargs']['hidden_states']``), anything else by
-    Dynamo's own source name; "" when Dynamo kept no source."""
+    Dynamo's own source name, a tensor the graph held as an attribute by that attribute's name;
+    "" when Dynamo kept no source."""
+    if LIFTED in node.meta:
+        return node.meta[LIFTED]
     source = getattr(node.meta.get("grapharg"), "source", None)
     name = getattr(source, "name", None)
     if callable(name):  # a method in some PyTorch versions, a property in others
@@ -220,3 +228,36 @@ def flat_output(gm: torch.fx.GraphModule) -> bool:
     return isinstance(result, (tuple, list)) and not any(
         isinstance(item, (tuple, list, dict)) for item in result
     )
+
+
+@dataclasses.dataclass
+class InputRoles:
+    """The role of each input of a graph the runtime captures: ``is_static`` per position (read
+    in place, Note [Static inputs]), ``written`` (positions the graph writes; every dynamic input
+    counts as written when ``effects.written`` is None, unknown), and the graph's effects."""
+
+    is_static: list[bool]
+    written: list[int]
+    effects: Any
+
+
+def input_roles(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> InputRoles:
+    """Each input's role, decided once for the runner and for ``explain``."""
+    placeholders = gm.graph.find_nodes(op="placeholder")
+    is_static = [is_static_input(n, v) for n, v in zip(placeholders, example_inputs)]
+    effects = graph_effects(gm)
+    written = effects.written or []
+    if effects.written is None:  # unknown: the runtime counts every dynamic input as written
+        is_static = [
+            s and isinstance(v, torch.nn.Parameter) for s, v in zip(is_static, example_inputs)
+        ]
+    # A tensor marked as a static address stays static even when written: read and written in
+    # place, its values put back after warmup and capture, so each call writes it once (case
+    # C36). Dynamo marks every parameter and buffer of an inlined module so ("unguarded"):
+    # running stats, counters and a buffer viewing another buffer (case C28) are written where
+    # they are. A static input not so marked that the graph writes becomes a copied input.
+    is_static = [
+        s and (i not in written or marked_static_address(v))
+        for i, (s, v) in enumerate(zip(is_static, example_inputs))
+    ]
+    return InputRoles(is_static, written, effects)

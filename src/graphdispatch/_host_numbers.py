@@ -35,9 +35,7 @@ def _reads_item(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and node.target in _ITEM_TARGETS
 
 
-def host_numbers(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[int]:
-    """Positions of the inputs that are Python numbers Dynamo passes as 0-d CPU tensors, used
-    only through ``.item()``."""
+def _host_number_positions(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[int]:
     positions = []
     for i, (node, value) in enumerate(zip(gm.graph.find_nodes(op="placeholder"), example_inputs)):
         if (
@@ -52,41 +50,61 @@ def host_numbers(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> lis
     return positions
 
 
-def take_numbers(gm: torch.fx.GraphModule, positions: Sequence[int]) -> None:
-    """Rewrites ``gm`` so that the inputs at ``positions`` are the numbers themselves: every
-    ``.item()`` of them is replaced by the input (whose metadata becomes the item's symbol)."""
-    placeholders = gm.graph.find_nodes(op="placeholder")
-    for i in positions:
-        node = placeholders[i]
-        for read in list(node.users):
-            node.meta["example_value"] = read.meta.get("example_value", read.meta.get("val"))
-            read.replace_all_uses_with(node)
-            gm.graph.erase_node(read)
-    gm.recompile()
+class HostNumbers:
+    """The inputs of one graph that are Python numbers Dynamo passes as 0-d CPU tensors, used
+    only through ``.item()``: their ``positions`` and the dtypes of their tensors. The runner
+    is handed the numbers (``outside``); what it captures gets them as the graph expects:
+    the FX graph rewritten to take the numbers (``take``), or a compiled function given its 0-d
+    tensors back (``inside``)."""
 
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
+        self.positions = _host_number_positions(gm, example_inputs)
+        self.dtypes = {i: example_inputs[i].dtype for i in self.positions}
 
-def numbers_outside(fn: Callable, positions: Sequence[int]) -> Callable:
-    """``fn`` called with the inputs at ``positions`` read as Python numbers."""
-    if not positions:
-        return fn
-    wanted = frozenset(positions)
+    def __bool__(self) -> bool:
+        return bool(self.positions)
 
-    def call(*args: Any) -> Any:
-        return fn(*(a.item() if i in wanted else a for i, a in enumerate(args)))
+    def examples(self, example_inputs: Sequence[Any]) -> list[Any]:
+        """``example_inputs`` with the numbers read out of their tensors."""
+        return [v.item() if i in self.dtypes else v for i, v in enumerate(example_inputs)]
 
-    return call
+    def take(self, gm: torch.fx.GraphModule) -> None:
+        """Rewrites ``gm`` so that the inputs at ``positions`` are the numbers themselves: every
+        ``.item()`` of them is replaced by the input (whose metadata becomes the item's
+        symbol)."""
+        placeholders = gm.graph.find_nodes(op="placeholder")
+        for i in self.positions:
+            node = placeholders[i]
+            for read in list(node.users):
+                node.meta["example_value"] = read.meta.get("example_value", read.meta.get("val"))
+                read.replace_all_uses_with(node)
+                gm.graph.erase_node(read)
+        gm.recompile()
 
+    def outside(self, fn: Callable) -> Callable:
+        """``fn`` called with the inputs at ``positions`` read as Python numbers."""
+        if not self.positions:
+            return fn
+        wanted = frozenset(self.positions)
 
-def tensors_inside(
-    fn: Callable, positions: Sequence[int], example_inputs: Sequence[Any]
-) -> Callable:
-    """``fn`` (compiled for 0-d tensors at ``positions``) called with numbers there: each is made
-    a 0-d tensor again, of the example's dtype, before ``fn`` runs."""
-    dtypes = {i: example_inputs[i].dtype for i in positions}
+        def call(*args: Any) -> Any:
+            return fn(*(a.item() if i in wanted else a for i, a in enumerate(args)))
 
-    def call(*args: Any) -> Any:
-        return fn(
-            *(torch.tensor(a, dtype=dtypes[i]) if i in dtypes else a for i, a in enumerate(args))
-        )
+        return call
 
-    return call
+    def inside(self, fn: Callable) -> Callable:
+        """``fn`` (compiled for 0-d tensors at ``positions``) called with numbers there: each is
+        made a 0-d tensor again, of the example's dtype, before ``fn`` runs."""
+        if not self.positions:
+            return fn
+        dtypes = self.dtypes
+
+        def call(*args: Any) -> Any:
+            return fn(
+                *(
+                    torch.tensor(a, dtype=dtypes[i]) if i in dtypes else a
+                    for i, a in enumerate(args)
+                )
+            )
+
+        return call

@@ -105,6 +105,14 @@ OPTIONS: tuple[Option, ...] = (
         " buffers the entry owns, never the caller's tensors.",
         aliases=("aclgraph_lazy_capture",),
     ),
+    Option(
+        "fast_path",
+        bool,
+        True,
+        "After Dynamo has compiled a module's `forward`, call Dynamo's compiled code directly,"
+        " without its frame handling: Dynamo's own guards still decide every call, and any"
+        ' change they catch sends the call back through Dynamo (see "The fast path").',
+    ),
     _count(
         "max_entries",
         0,

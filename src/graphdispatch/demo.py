@@ -25,13 +25,14 @@ images are compared with eager's (``max_abs_diff``, images in [0, 1]).
 
 Pass rule. Every route's images are within ATOL of eager's. Each graph route also has no
 fallbacks, one capture per compiled graph (a fixed-shape pipeline gives each graph one
-signature), no capture in the second call, and replays >= its model calls minus the first.
+signature), no capture in the second call, replays >= its model calls minus the first, and
+every model call but the first (which compiles) on the fast path (Note [Fast path]).
 Inductor reorders float32 reductions (about 1e-6 on these images); ATOL leaves a wide margin
 for that while catching a stale replay, which is off by order 0.1. Exit status 0 when the rule
 holds, 1 otherwise. Progress goes to stderr, so ``--json`` stdout is one JSON object:
 {"device", "pipelines", "steps", "threads", "atol", "ok", "results": [{"pipeline", "model",
 "route", "graph", "median_ms", "first_call_s", "max_abs_diff", "model_calls", "graphs",
-"captures", "replays", "fallbacks" ({reason: calls}), "failure"}]}.
+"captures", "replays", "fast_path_calls", "fallbacks" ({reason: calls}), "failure"}]}.
 """
 
 from __future__ import annotations
@@ -160,6 +161,8 @@ def run_route(
         "captures": stats["captures"],
         "captures_second_call": stats["captures"] - after_first["captures"],
         "replays": stats["replays"],
+        # Model calls that skipped Dynamo's frame handling (Note [Fast path]).
+        "fast_path_calls": stats["fast_path"]["calls"],
         "fallbacks": {k: v for k, v in stats["fallbacks"].items() if v},
     }
     return result, images
@@ -179,6 +182,10 @@ def check(result: dict[str, Any]) -> str | None:
         return f"{result['captures_second_call']} captures in the second call"
     if result["replays"] < result["model_calls"] - 1:
         return f"{result['replays']} replays for {result['model_calls']} model calls"
+    if result["fast_path_calls"] != result["model_calls"] - 1:  # the first one compiles
+        return (
+            f"{result['fast_path_calls']} fast-path calls for {result['model_calls']} model calls"
+        )
     return None
 
 

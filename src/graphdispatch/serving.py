@@ -15,10 +15,13 @@ from typing import Any
 
 def stats_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """``after - before`` of two ``graphdispatch.stats()`` results: each counter's increase;
-    for the mappings (fallbacks, routes) the keys that increased, with their increase."""
+    for the mappings (fallbacks, routes) the keys that increased, with their increase; a
+    record of counters and mappings (fast_path) the same way, key by key."""
     delta: dict[str, Any] = {}
     for key, value in after.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()):
+            delta[key] = stats_delta(before.get(key, {}), value)
+        elif isinstance(value, dict):
             old = before.get(key, {})
             delta[key] = {k: v - old.get(k, 0) for k, v in value.items() if v != old.get(k, 0)}
         else:

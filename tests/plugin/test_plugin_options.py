@@ -138,6 +138,7 @@ def test_nothing_silently_dropped():
         "graph_only": True,
         "graph_with_compile": False,
         "lazy_capture": True,
+        "fast_path": False,
         "max_entries": 7,
         "eviction": "lru",
         "safe_output_mode": False,

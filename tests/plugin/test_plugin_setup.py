@@ -83,7 +83,10 @@ def test_setup_does_not_reapply_succeeded_steps():
 def test_route_setups_are_ordered_and_inductor_free_for_graph_only():
     from graphdispatch import _backend as backend
 
-    names = {route: [s.name for s in setup.steps] for route, setup in backend.ROUTE_SETUP.items()}
+    names = {
+        route: [s.name for s in setup.steps]
+        for route, setup in ((r, route.setup) for r, route in backend.ROUTES.items())
+    }
     assert names == {
         "graph_only": ["extension"],
         "graph_with_compile": ["extension", "inductor"],
@@ -164,7 +167,7 @@ def test_failed_route_setup_is_retried_through_backend(run_py):
             first = str(e)
         fn = make()
         ok = bool(torch.equal(fn(x), x * 2))
-        done = backend.ROUTE_SETUP["graph_only"].done
+        done = backend.ROUTES["graph_only"].setup.done
         print(json.dumps({"first": first, "calls": len(calls), "ok": ok,
                           "routes": backend.route_counts(), "done": done}))
     """)
@@ -186,7 +189,7 @@ def test_graph_with_compile_setup_keeps_succeeded_steps(run_py):
                 raise RuntimeError("injected: inductor setup failed")
             real()
         backend.SETUP_INDUCTOR._fn = fail_once
-        setup = backend.ROUTE_SETUP["graph_with_compile"]
+        setup = backend.ROUTES["graph_with_compile"].setup
         try:
             setup()
         except RuntimeError:
@@ -197,7 +200,7 @@ def test_graph_with_compile_setup_keeps_succeeded_steps(run_py):
         attempts_2 = (backend.LOAD_EXTENSION.attempts, backend.SETUP_INDUCTOR.attempts)
         print(json.dumps({"after_failure": after_failure, "attempts_1": attempts_1,
                           "attempts_2": attempts_2, "done": setup.done,
-                          "default_done": backend.ROUTE_SETUP["default"].done}))
+                          "default_done": backend.ROUTES["default"].setup.done}))
     """)
     assert out["after_failure"] == ["extension"]
     assert out["attempts_1"] == [1, 1]

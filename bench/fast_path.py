@@ -1,0 +1,206 @@
+"""What a call of a compiled denoiser costs on the fast path, beside Dynamo's path and the floor.
+
+    .venv/bin/python bench/fast_path.py [--models flux sd3 sd] [--repeats 9] [--calls 30]
+                                        [--no-write]
+
+The denoisers of bench/call_cost.py (``MODELS``), each called with the arguments its pipeline
+passes in one step, under ``torch.no_grad()``. Per graph route (``graph_only``: the CPU graph;
+``graph_with_compile``: Inductor's C++ entry called from C++) four columns:
+
+- **fast path**: ``torch.compile(model, backend="graphdispatch")`` after warm-up, the default:
+  the module's call runs Dynamo's guard check and its compiled code without Dynamo's frame
+  handling (Note [Fast path] in src/graphdispatch/_fast_path.py);
+- **Dynamo**: the same with ``options={"fast_path": False}``: every call through Dynamo;
+- **recipe**: PyTorch's "Reducing Guard Overhead" recipe (2.14 docs) through Dynamo:
+  ``install_free_tensors=True``, ``guard_filter_fn=skip_guard_on_all_nn_modules_unsafe`` and,
+  after warm-up, ``set_stance(skip_guard_eval_unsafe=True)``; its unsafety is the recipe's;
+- **floor**: the callable graphdispatch handed to Dynamo called directly with the flat
+  arguments Dynamo passed it (our runner and the replay, nothing else).
+
+Beside them eager and Inductor (``torch.compile(model)``, Dynamo's path). Thread CPU time of
+the calling thread, one intra-op thread, median over ``--repeats`` repeats of ``--calls`` calls,
+every column interleaved within each repeat; ratios from the one run. Every graphdispatch
+column must replay on every call with no fallback, and its output equal eager's (bit for bit
+on ``graph_only``). Writes the section ``## The fast path`` of bench/RESULTS.md unless
+``--no-write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch._dynamo
+
+# bench/ is on sys.path when run
+from call_cost import MODELS
+from cpu_graph import interleaved, sample
+from results_md import write_section
+
+import graphdispatch
+
+SECTION = "## The fast path"
+ROUTES = ("graph_only", "graph_with_compile")
+
+
+class Kept:
+    """graphdispatch's backend, keeping what it hands Dynamo and the first call's arguments."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.backend = graphdispatch.Backend(options=options)
+        self.fn: Callable | None = None
+        self.args: tuple | None = None
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list, **_: Any) -> Callable:
+        self.fn = fn = self.backend(gm, example_inputs)
+
+        def call(*args: Any) -> Any:
+            if self.args is None:
+                self.args = args
+            return fn(*args)
+
+        return call
+
+
+def compiled(
+    model: torch.nn.Module, route: str, guard_filter_fn: Any = None, **options: Any
+) -> tuple[Any, Kept]:
+    kept = Kept({route: True, **options})
+    # torch.compile takes guard_filter_fn out of its options before the backend sees them.
+    extra = {"options": {"guard_filter_fn": guard_filter_fn}} if guard_filter_fn else {}
+    return torch.compile(model, backend=kept, **extra), kept
+
+
+def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
+    torch._dynamo.reset()
+    graphdispatch.reset()
+    model, args, kwargs = MODELS[key][2]()
+    columns: dict[str, Callable[[], Any]] = {}
+    diffs: dict[str, float] = {}
+    with torch.no_grad():
+        expected = sample(model(*args, **kwargs))
+        columns["eager"] = lambda: model(*args, **kwargs)
+        inductor = torch.compile(model)
+        columns["Inductor default"] = lambda: inductor(*args, **kwargs)
+        for route in ROUTES:
+            fast, kept = compiled(model, route)
+            slow, _ = compiled(model, route, fast_path=False)
+            for name, c in (("fast path", fast), ("Dynamo", slow)):
+                for _ in range(2):  # compile, then the first fast call
+                    out = c(*args, **kwargs)
+                diffs[f"{route} {name}"] = (sample(out) - expected).abs().max().item()
+                columns[f"{route} {name}"] = lambda c=c: c(*args, **kwargs)
+            columns[f"{route} floor"] = lambda k=kept: k.fn(*k.args)
+            with torch._dynamo.config.patch(install_free_tensors=True):
+                recipe, _ = compiled(
+                    model,
+                    route,
+                    fast_path=False,
+                    guard_filter_fn=torch.compiler.skip_guard_on_all_nn_modules_unsafe,
+                )
+                out = recipe(*args, **kwargs)
+            diffs[f"{route} recipe"] = (sample(out) - expected).abs().max().item()
+
+            def run_recipe(c: Any = recipe) -> Any:
+                with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
+                    return c(*args, **kwargs)
+
+            columns[f"{route} recipe"] = run_recipe
+        for _ in range(2):
+            inductor(*args, **kwargs)
+        before = graphdispatch.stats()
+        times = interleaved(columns, repeats, calls)
+        after = graphdispatch.stats()
+    graph_columns = sum(1 for name in columns if name.split(" ")[0] in ROUTES)
+    return {
+        "times": times,
+        "diffs": diffs,
+        "replays": after["replays"] - before["replays"],
+        "expected_replays": repeats * calls * graph_columns,
+        "captures": after["captures"] - before["captures"],
+        "fallbacks": {
+            k: v - before["fallbacks"].get(k, 0)
+            for k, v in after["fallbacks"].items()
+            if v != before["fallbacks"].get(k, 0)
+        },
+        "fast_calls": after["fast_path"]["calls"] - before["fast_path"]["calls"],
+    }
+
+
+def report(key: str, r: dict[str, Any]) -> tuple[str, list[str]]:
+    t = r["times"]
+    eager = t["eager"]
+    lines = [MODELS[key][1], "", f"{'column':34} {'µs/call':>9} {'x eager':>8} {'x floor':>8}"]
+    for name, us in t.items():
+        route = name.split(" ")[0]
+        floor = t.get(f"{route} floor")
+        ratio = f"{us / floor:8.2f}" if floor else f"{'':8}"
+        lines.append(f"{name:34} {us:9.1f} {us / eager:8.2f} {ratio}")
+    lines += [
+        "",
+        "max |out - eager|: " + ", ".join(f"{k} {v:.1e}" for k, v in r["diffs"].items()),
+        f"graphdispatch while timed: {r['replays']} replays of {r['expected_replays']} calls, "
+        f"{r['captures']} captures, fallbacks {r['fallbacks'] or 'none'}, "
+        f"{r['fast_calls']} fast-path calls",
+    ]
+    label = MODELS[key][0]
+    verdicts = []
+    for route in ROUTES:
+        fast, slow, floor = (t[f"{route} {c}"] for c in ("fast path", "Dynamo", "floor"))
+        verdicts.append(
+            f"{label} `{route}`: fast path {fast / floor:.2f}x its floor (Dynamo's path "
+            f"{slow / floor:.2f}x, the recipe {t[f'{route} recipe'] / floor:.2f}x); "
+            f"{fast / slow:.2f}x Dynamo's path"
+        )
+    verdicts.append(
+        f"{label}: `graph_with_compile` on the fast path "
+        f"{t['graph_with_compile fast path'] / t['Inductor default']:.2f}x Inductor `default`"
+    )
+    return "\n".join(lines), verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/fast_path.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    texts, verdicts = [], []
+    for key in args.models:
+        r = measure(key, args.repeats, args.calls)
+        text, said = report(key, r)
+        print(text + "\n" + "\n".join(said), flush=True)
+        texts.append(text)
+        verdicts += said
+        assert not r["fallbacks"] and r["replays"] == r["expected_replays"], (
+            f"{key}: not every call replayed"
+        )
+    text = "\n\n".join(
+        [
+            f"median of {args.repeats} repeats x {args.calls} calls, µs of thread CPU time per "
+            "call, 1 thread",
+            *texts,
+            f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} "
+            f"cores, load average {os.getloadavg()[0]:.1f} at the end",
+        ]
+    )
+    if not args.no_write:
+        write_section(
+            f"{SECTION}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python "
+            f"bench/fast_path.py --models {' '.join(args.models)} --repeats {args.repeats} "
+            f"--calls {args.calls}\n```\n\nSee the docstring of bench/fast_path.py for what "
+            "each column runs; `floor` is the callable graphdispatch handed to Dynamo, called "
+            f"directly.\n\n```\n{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,289 @@
+"""The serving call: a compiled module's call runs Dynamo's compiled code without Dynamo's frame
+handling.
+
+Note [Fast path]
+A call through ``torch.compile`` pays Dynamo's frame handling on every call: the eval-frame
+callback, its context managers, the cache lookup and the guard check, 1.7-2x what the replay
+itself costs on a small model (case C79, bench/call_cost.py). Once Dynamo has compiled a
+module's ``forward``, everything a call needs is in Dynamo's cache entries for that code
+object: each entry's guard manager (the check Dynamo would run) and its transformed bytecode
+(which gathers the graph's inputs, calls the compiled function and rebuilds the outputs).
+
+``FastPath`` takes the place of the Dynamo-wrapped callable on the module (an
+``OptimizedModule``'s ``forward``, or ``_compiled_call_impl`` after ``module.compile()``, the
+form regional compilation uses) and, per call:
+
+1. sends the call through Dynamo when anything outside the guards' view could differ: the
+   module has hooks (its ``_call_impl`` would run them), ``forward`` was replaced, a stance
+   other than the default is set, a trace is running, or Dynamo's cache entries for
+   ``forward`` are not the ones armed (a recompile, ``torch._dynamo.reset()``);
+2. binds the arguments to ``forward``'s parameters, as the frame's locals Dynamo's guards read;
+3. runs each cache entry's guard manager in Dynamo's order; the first that passes has its
+   transformed bytecode called as a function, in the module's globals and closure;
+4. no entry passes: the call goes through Dynamo (recompile, or its cached code), counted.
+
+So every change Dynamo's guards catch (a parameter, buffer or submodule replaced, an
+attribute the trace read changed, other non-tensor arguments, train/eval, grad mode, autocast,
+``.to()``, LoRA adapters, attention processors) sends the call back to Dynamo: the guards are
+Dynamo's own. What the guards do not cover and a call must not skip is step 1. A frame whose
+code calls a resume function (a graph break: Python runs between graphs) is never armed, since
+only Dynamo's callback compiles the resume function: Dynamo stays for that module, and
+``explain()`` says so. The cost left per call is the binding, the guard check and the
+bytecode's input gathering (bench/call_cost.py, "fast path").
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.modules.module as _module
+
+# Why a call went through Dynamo instead of the fast path (stats()["fast_path"]).
+NOT_ARMED = "not_armed"  # no cache entry yet, or a graph break (explain() says which)
+GUARDS = "guards"  # no entry's guards passed: Dynamo recompiles or runs another entry
+HOOKS = "hooks"  # module or global forward/backward hooks: _call_impl must run them
+FORWARD_REPLACED = "forward_replaced"  # the frame Dynamo compiled is no longer the one called
+STANCE = "stance"  # torch.compiler.set_stance(...) other than the default, or a trace running
+
+_COUNTS_LOCK = threading.Lock()
+_CALLS = 0
+_THROUGH_DYNAMO: dict[str, int] = {}
+
+
+def counts() -> dict[str, Any]:
+    """``{"calls": fast-path calls, "through_dynamo": {reason: calls}}`` since the last reset."""
+    with _COUNTS_LOCK:
+        return {"calls": _CALLS, "through_dynamo": dict(_THROUGH_DYNAMO)}
+
+
+def reset_counts() -> None:
+    global _CALLS
+    with _COUNTS_LOCK:
+        _CALLS = 0
+        _THROUGH_DYNAMO.clear()
+
+
+def _count_fast() -> None:
+    global _CALLS
+    with _COUNTS_LOCK:
+        _CALLS += 1
+
+
+def _count_slow(reason: str) -> None:
+    with _COUNTS_LOCK:
+        _THROUGH_DYNAMO[reason] = _THROUGH_DYNAMO.get(reason, 0) + 1
+
+
+def _has_hooks(module: torch.nn.Module) -> bool:
+    """The condition under which ``Module._call_impl`` does more than call ``forward``."""
+    return bool(
+        module._backward_hooks
+        or module._backward_pre_hooks
+        or module._forward_hooks
+        or module._forward_pre_hooks
+        or _module._global_backward_pre_hooks
+        or _module._global_backward_hooks
+        or _module._global_forward_hooks
+        or _module._global_forward_pre_hooks
+    )
+
+
+def _binder(func: types.FunctionType) -> Callable[..., dict[str, Any]]:
+    """A function with ``func``'s parameters and defaults returning ``{name: value}``: the
+    frame's locals as Dynamo's guards read them (the arguments, then ``func``'s closure
+    variables, read from their cells at each call), bound by the interpreter (inspect's
+    ``Signature.bind`` costs ten times as much)."""
+    signature = inspect.signature(func, follow_wrapped=False)
+    params, names, kind_seen = [], [], None
+    for p in signature.parameters.values():
+        if p.kind == p.KEYWORD_ONLY and kind_seen not in (p.VAR_POSITIONAL, p.KEYWORD_ONLY):
+            params.append("*")
+        if p.kind == p.POSITIONAL_OR_KEYWORD and kind_seen == p.POSITIONAL_ONLY:
+            params.append("/")
+        prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
+        params.append(prefix + p.name)
+        names.append(p.name)
+        kind_seen = p.kind
+    if kind_seen == inspect.Parameter.POSITIONAL_ONLY:
+        params.append("/")
+    items = [f"{n!r}: {n}" for n in names]
+    items += [f"{n!r}: _cells[{k}].cell_contents" for k, n in enumerate(func.__code__.co_freevars)]
+    scope: dict[str, Any] = {"_cells": func.__closure__}
+    body = ", ".join(items)
+    exec(f"def bind({', '.join(params)}):\n    return {{{body}}}\n", scope)  # noqa: S102
+    bind = scope["bind"]
+    bind.__defaults__ = func.__defaults__
+    bind.__kwdefaults__ = func.__kwdefaults__
+    return bind
+
+
+def _graph_break(code: types.CodeType) -> bool:
+    return any(name.startswith("__resume_at") for name in code.co_names)
+
+
+class FastPath:
+    """The callable put in place of Dynamo's wrapper on ``module`` (Note [Fast path]).
+
+    ``slow``: the Dynamo-wrapped callable it replaces, called for every call the fast path does
+    not take. ``module``: the module whose ``forward`` Dynamo compiled. ``reason``: why the
+    fast path is not armed now ("" when it is), for ``explain()``.
+    """
+
+    def __init__(self, module: torch.nn.Module, slow: Callable, backend: Any) -> None:
+        from torch._dynamo import eval_frame  # loaded: Dynamo is compiling
+
+        self.eval_frame = eval_frame  # its _stance is rebound by set_stance: read per call
+        self.entries_of = eval_frame._debug_get_cache_entry_list
+        self.backend = backend  # entries other compiles of the class made are not ours to run
+        self.module = module
+        self.slow = slow
+        self.func = type(module).forward
+        self.code = getattr(self.func, "__code__", None)
+        self.bind = _binder(self.func) if self.code is not None else None
+        self.armed_from: list[Any] = []  # the cache entries the fast functions were made from
+        self.fast: list[tuple[Callable, Callable]] = []  # (guard check, transformed forward)
+        self.reason = "no call has gone through Dynamo yet"
+
+    def _arm(self, entries: list[Any]) -> None:
+        """Makes one (guard check, function) pair per cache entry, or says why not."""
+        self.armed_from, self.fast = entries, []
+        if not entries:
+            self.reason = "Dynamo holds no compiled code for forward"
+            return
+        func = self.func
+        for entry in entries:
+            if entry.backend != self.backend:
+                continue  # another torch.compile of the same code (Dynamo skips it too)
+            code = entry.code
+            if _graph_break(code):
+                self.reason = (
+                    "a graph break: Python runs between graphs, and only Dynamo compiles the"
+                    " code after the break"
+                )
+                self.fast = []
+                return
+            if code.co_freevars != func.__code__.co_freevars:
+                self.reason = "Dynamo's code for forward has other closure variables"
+                self.fast = []
+                return
+            fn = types.FunctionType(
+                code, func.__globals__, func.__name__, func.__defaults__, func.__closure__
+            )
+            fn.__kwdefaults__ = func.__kwdefaults__
+            self.fast.append((entry.guard_manager.check, fn))
+        self.reason = "" if self.fast else "Dynamo holds no compiled code for forward"
+
+    def state(self) -> str:
+        """ "" when the next call can take the fast path, else why not (explain() prints it)."""
+        if self.code is None:
+            return "forward is not a Python function"
+        entries = self.entries_of(self.code)
+        if entries != self.armed_from:
+            self._arm(entries)
+        return self.reason
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module = self.module
+        if torch.compiler.is_compiling() or self.eval_frame._stance.stance != "default":
+            _count_slow(STANCE)
+            return self.slow(*args, **kwargs)
+        if type(module).forward is not self.func or "forward" in module.__dict__:
+            _count_slow(FORWARD_REPLACED)
+            return self.slow(*args, **kwargs)
+        if _has_hooks(module):
+            _count_slow(HOOKS)
+            return self.slow(*args, **kwargs)
+        entries = self.entries_of(self.code)
+        if entries != self.armed_from:
+            self._arm(entries)
+        if self.fast:
+            frame_locals = self.bind(module, *args, **kwargs)
+            for check, fn in self.fast:
+                if check(frame_locals):
+                    _count_fast()
+                    return fn(module, *args, **kwargs)
+            _count_slow(GUARDS)
+        else:
+            _count_slow(NOT_ARMED)
+        return self.slow(*args, **kwargs)
+
+
+def _compiled_owners(frame: types.FrameType | None) -> list[tuple[torch.nn.Module, str]]:
+    """The modules whose Dynamo-wrapped callable runs below ``frame``, with the attribute
+    holding it: the ``OptimizedModule`` whose ``forward`` it is; or, for a module compiled in
+    place (``module.compile()``, as regional compilation compiles each repeated block), every
+    module so compiled under the outermost module being called. Dynamo compiles a block class's
+    ``forward`` once and serves the other blocks from that cache entry, without calling the
+    backend again: they get their fast path here, with the first."""
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    wrapped_call = torch.nn.Module._wrapped_call_impl.__code__
+    compiled_in_place, outermost = None, None
+    while frame is not None:
+        owner = frame.f_locals.get("self") if frame.f_code is wrapped_call else None
+        if isinstance(owner, OptimizedModule) and compiled_in_place is None:
+            return [(owner, "forward")]
+        if isinstance(owner, torch.nn.Module):
+            outermost = owner
+            if compiled_in_place is None and owner._compiled_call_impl is not None:
+                compiled_in_place = owner
+        frame = frame.f_back
+    if compiled_in_place is None:
+        return []
+    return [
+        (m, "_compiled_call_impl")
+        for m in outermost.modules()
+        if m._compiled_call_impl is not None and type(m) is type(compiled_in_place)
+    ]
+
+
+def install_for_caller() -> None:
+    """Called by the backend while Dynamo compiles: puts a ``FastPath`` on the compiled modules
+    being called (``_compiled_owners``), once each. A compile not under a module call
+    (``torch.compile(fn)``) is left to Dynamo."""
+    for owner, attr in _compiled_owners(sys._getframe(1)):
+        slow = owner.__dict__.get(attr)
+        module = owner._orig_mod if attr == "forward" else owner
+        # A lazy module's forward first initialises it; a forward that is no method (an
+        # instance attribute) is not the frame Dynamo compiled: both stay with Dynamo.
+        if (
+            slow is None
+            or isinstance(slow, FastPath)
+            or hasattr(module, "_initialize_hook")
+            or not isinstance(getattr(module, "forward", None), types.MethodType)
+        ):
+            continue
+        backend = _backend_of(owner, slow)
+        if backend is not None:
+            setattr(owner, attr, FastPath(module, slow, backend))
+
+
+def _backend_of(owner: torch.nn.Module, slow: Callable) -> Any:
+    """The backend of the Dynamo context behind ``slow`` (the one Dynamo stores on the cache
+    entries it compiles for it), or None."""
+    from torch._dynamo.eval_frame import _TorchDynamoContext, innermost_backend
+
+    context = getattr(owner, "dynamo_ctx", None)
+    if context is None:  # module.compile(): the context is a free variable of its wrapper
+        cells = getattr(slow, "__closure__", None) or ()
+        contexts = [c.cell_contents for c in cells]
+        context = next((c for c in contexts if isinstance(c, _TorchDynamoContext)), None)
+    return None if context is None else innermost_backend(context.callback)
+
+
+def fast_path_of(compiled: Any) -> FastPath | None:
+    """The ``FastPath`` on a compiled module (``torch.compile(module)`` or ``module.compile()``),
+    or None."""
+    if not isinstance(compiled, torch.nn.Module):
+        return None
+    for attr in ("forward", "_compiled_call_impl"):
+        found = compiled.__dict__.get(attr)
+        if isinstance(found, FastPath):
+            return found
+    return None

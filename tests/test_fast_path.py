@@ -1,0 +1,355 @@
+"""The fast path (Note [Fast path] in _fast_path.py, cases C78 and C79): after warm-up a compiled
+module's call runs Dynamo's compiled code without Dynamo's frame handling, and every change
+Dynamo's guards catch sends the call back through Dynamo. Every check compares with eager on
+fresh inputs and counts where the call went (stats()["fast_path"]) and that it replayed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo
+
+import graphdispatch
+
+
+class Model(torch.nn.Module):
+    """Reads a submodule, a parameter through it, a buffer, a float attribute and the training
+    flag, and takes the kinds of non-tensor argument a denoiser takes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.register_buffer("shift", torch.randn(8))
+        self.scale = 2.0
+
+    def forward(self, x, k: int = 1, f: float = 1.0, flag: bool = False, extra=None,
+                return_dict: bool = True, attention_kwargs=None):  # fmt: skip
+        y = self.lin(x) * self.scale * k * f + self.shift
+        if flag:
+            y = y.relu()
+        if extra is not None:
+            y = y + extra
+        if self.training:
+            y = y * 3
+        if attention_kwargs is not None:
+            y = y * attention_kwargs.get("scale", 1.0)
+        return {"sample": y} if return_dict else (y,)
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    torch._dynamo.reset()
+    graphdispatch.reset()
+    yield
+    torch._dynamo.reset()
+    graphdispatch.reset()
+
+
+def fast_calls() -> int:
+    return graphdispatch.stats()["fast_path"]["calls"]
+
+
+def through_dynamo() -> dict[str, int]:
+    return graphdispatch.stats()["fast_path"]["through_dynamo"]
+
+
+def check(compiled, model, *args, **kwargs) -> None:
+    """One call on fresh inputs against eager, bit for bit (graph_only replays the FX graph)."""
+    out, expected = compiled(*args, **kwargs), model(*args, **kwargs)
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+
+def warm(options=None):
+    torch.manual_seed(0)
+    model = Model().eval()
+    compiled = torch.compile(
+        model, backend="graphdispatch", options=options or {"graph_only": True}
+    )
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        check(compiled, model, x)  # compiles, captures, installs the fast path
+    return model, compiled, x
+
+
+@pytest.mark.parametrize("route", ["graph_only", "graph_with_compile"])
+def test_calls_after_warm_up_take_the_fast_path_and_replay(route):
+    model, compiled, _ = warm({route: True})
+    replays = graphdispatch.stats()["replays"]
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 8)
+            torch.testing.assert_close(compiled(x)["sample"], model(x)["sample"])
+    assert fast_calls() == 3 and through_dynamo() == {}
+    assert graphdispatch.stats()["replays"] == replays + 3
+    assert graphdispatch.stats()["fallbacks"] == {}
+
+
+def test_weights_changed_in_place_are_read_on_the_fast_path():
+    model, compiled, x = warm()
+    with torch.no_grad():
+        model.lin.weight.mul_(-0.5)
+        model.shift.add_(1.0)
+        check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 1 and through_dynamo() == {}
+
+
+def _replace_parameter(model):
+    model.lin.weight = torch.nn.Parameter(torch.randn(8, 8))
+
+
+def _replace_buffer(model):
+    model.shift = torch.randn(8)
+
+
+def _replace_submodule(model):
+    model.lin = torch.nn.Linear(8, 8)
+
+
+@pytest.mark.parametrize("change", [_replace_parameter, _replace_buffer, _replace_submodule])
+def test_a_replaced_tensor_is_captured_anew_on_the_fast_path(change):
+    """Dynamo passes parameters and buffers as inputs, so its guards let a replaced one
+    through; the runner's cache key (their addresses) captures it anew."""
+    model, compiled, x = warm()
+    with torch.no_grad():
+        check(compiled, model, x)
+        change(model)
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 3 and through_dynamo() == {}
+    assert graphdispatch.stats()["captures"] == 2
+
+
+def _change_attribute(model):
+    model.scale = 3.0
+
+
+def _train(model):
+    model.train()
+
+
+def _to_float64(model):
+    model.to(torch.float64)
+
+
+CHANGES = {
+    "attribute the trace read": _change_attribute,
+    "train/eval": _train,
+    ".to(dtype)": _to_float64,
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_change_the_guards_catch_goes_back_through_dynamo(change):
+    model, compiled, x = warm()
+    with torch.no_grad():
+        check(compiled, model, x)
+        assert fast_calls() == 1
+        CHANGES[change](model)
+        dtype = model.lin.weight.dtype
+        for _ in range(2):  # the first call recompiles, the second runs the new entry
+            check(compiled, model, torch.randn(4, 8, dtype=dtype))
+    assert through_dynamo() == {"guards": 1}
+    assert fast_calls() == 2
+
+
+ARGUMENTS = {
+    "int": {"k": 3},
+    "float": {"f": 0.25},
+    "bool": {"flag": True},
+    "None to a tensor": {"extra": torch.ones(8)},
+    "return_dict": {"return_dict": False},
+    "attention_kwargs": {"attention_kwargs": {"scale": 0.5}},
+}
+
+
+@pytest.mark.parametrize("argument", ARGUMENTS)
+def test_another_non_tensor_argument_goes_back_through_dynamo(argument):
+    model, compiled, x = warm()
+    kwargs = ARGUMENTS[argument]
+    with torch.no_grad():
+        check(compiled, model, x)
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8), **kwargs)
+        check(compiled, model, torch.randn(4, 8))  # and back: the first entry's guards pass
+    assert through_dynamo() == {"guards": 1}
+    assert fast_calls() == 3
+
+
+def test_a_changed_dict_value_inside_an_argument_goes_back_through_dynamo():
+    model, compiled, x = warm()
+    with torch.no_grad():
+        check(compiled, model, x, attention_kwargs={"scale": 0.5})
+        check(compiled, model, x, attention_kwargs={"scale": 0.5})
+        check(compiled, model, x, attention_kwargs={"scale": 0.75})
+    assert fast_calls() >= 1 and through_dynamo().get("guards", 0) >= 2
+
+
+@pytest.mark.parametrize(
+    "mode",
+    ["enable_grad", "inference_mode", "autocast", "deterministic"],
+)
+def test_a_global_mode_goes_back_through_dynamo_or_replays_eager_values(mode):
+    model, compiled, x = warm()
+    with torch.no_grad():
+        check(compiled, model, x)
+    contexts = {
+        "enable_grad": torch.enable_grad,
+        "inference_mode": torch.inference_mode,
+        "autocast": lambda: torch.autocast("cpu", dtype=torch.bfloat16),
+        "deterministic": lambda: _deterministic(),
+    }
+    with contexts[mode]():
+        for _ in range(2):
+            y = torch.randn(4, 8)
+            out, expected = compiled(y)["sample"], model(y)["sample"]
+            torch.testing.assert_close(out, expected, rtol=0, atol=0)
+            assert out.requires_grad == expected.requires_grad
+            assert out.dtype == expected.dtype
+
+
+class _deterministic:
+    def __enter__(self):
+        self.before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+
+    def __exit__(self, *exc):
+        torch.use_deterministic_algorithms(self.before)
+
+
+def test_hooks_added_and_removed():
+    model, compiled, x = warm()
+    with torch.no_grad():
+        handle = model.register_forward_hook(lambda m, a, out: {"sample": out["sample"] + 1})
+        check(compiled, model, torch.randn(4, 8))
+        assert through_dynamo() == {"hooks": 1}
+        handle.remove()
+        check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 1
+
+
+def test_dynamo_reset_goes_back_through_dynamo():
+    model, compiled, x = warm()
+    with torch.no_grad():
+        check(compiled, model, x)
+        torch._dynamo.reset()
+        check(compiled, model, torch.randn(4, 8))
+        check(compiled, model, torch.randn(4, 8))
+    assert through_dynamo() == {"not_armed": 1}
+    assert fast_calls() == 2
+
+
+def test_forward_replaced_goes_back_through_dynamo():
+    model, compiled, x = warm()
+    with torch.no_grad():
+        model.forward = lambda x: {"sample": x * 7}
+        check(compiled, model, torch.randn(4, 8))
+    assert through_dynamo() == {"forward_replaced": 1}
+
+
+def test_a_stance_other_than_the_default_goes_back_through_dynamo():
+    model, compiled, x = warm()
+    with torch.no_grad(), torch.compiler.set_stance("force_eager"):
+        check(compiled, model, torch.randn(4, 8))
+    assert through_dynamo() == {"stance": 1}
+
+
+def test_off_by_option():
+    model, compiled, x = warm({"graph_only": True, "fast_path": False})
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+    assert graphdispatch.stats()["fast_path"] == {"calls": 0, "through_dynamo": {}}
+
+
+class Broken(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.a(x)
+        torch._dynamo.graph_break()
+        return self.b(y)
+
+
+def test_a_graph_break_keeps_dynamo_and_explain_says_so():
+    torch.manual_seed(0)
+    model = Broken().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        for _ in range(3):
+            check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 0 and through_dynamo() == {"not_armed": 2}
+    report = graphdispatch.explain(model, torch.randn(4, 8))
+    assert "graph break" in report.fast_path and not report.fast_path_armed
+    assert "fast path: off (a graph break" in str(report)
+
+
+def test_explain_says_the_fast_path_is_armed():
+    model = Model().eval()
+    with torch.no_grad():
+        report = graphdispatch.explain(model, torch.randn(4, 8))
+    assert report.fast_path_armed and "fast path: armed" in str(report)
+
+
+class Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.lin(x))
+
+
+def test_regional_compilation_blocks_take_the_fast_path():
+    """Each block compiled in place, as ``compile_repeated_blocks`` does: Dynamo compiles
+    Block.forward once; every block then calls its compiled code directly."""
+    torch.manual_seed(0)
+    blocks = torch.nn.Sequential(*[Block() for _ in range(3)]).eval()
+    reference = torch.nn.Sequential(*[Block() for _ in range(3)]).eval()
+    reference.load_state_dict(blocks.state_dict())
+    for block in blocks:
+        block.compile(backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        check(blocks, reference, torch.randn(4, 8))  # compiles; each block captures
+        for _ in range(3):
+            check(blocks, reference, torch.randn(4, 8))
+    assert fast_calls() == 9 + 2  # blocks 2 and 3 took it from their first call
+    assert through_dynamo() == {}
+    # Every block call replays, each block capturing at its first call.
+    assert graphdispatch.stats()["replays"] == 12 and graphdispatch.stats()["captures"] == 3
+
+
+@pytest.mark.parametrize("route", ["graph_only", "graph_with_compile"])
+def test_pytorch_guard_recipe_replays(route):
+    """Case C78: install_free_tensors (parameters and buffers as graph attributes) with the
+    recipe's guard filter: every call replays; weights changed in place are read."""
+    torch.manual_seed(0)
+    model = Model().eval()
+    with torch._dynamo.config.patch(install_free_tensors=True):
+        compiled = torch.compile(
+            model,
+            backend="graphdispatch",
+            options={route: True, "guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe},
+        )  # fmt: skip
+        with torch.no_grad():
+            for _ in range(3):
+                x = torch.randn(4, 8)
+                torch.testing.assert_close(compiled(x), model(x))
+            model.lin.weight.mul_(2.0)
+            x = torch.randn(4, 8)
+            torch.testing.assert_close(compiled(x), model(x))
+    stats = graphdispatch.stats()
+    assert stats["fallbacks"] == {} and stats["captures"] == 1 and stats["replays"] == 4
+
+
+def test_only_its_own_compile_s_entries_run():
+    """Two torch.compile calls of one class share the code object's cache entries; a fast
+    path runs only the entries its own backend compiled, as Dynamo does."""
+    model, compiled, x = warm()
+    other = torch.compile(model, backend="eager")
+    with torch.no_grad():
+        check(other, model, x)  # another entry, most recent first, whose guards pass too
+        replays = graphdispatch.stats()["replays"]
+        check(compiled, model, torch.randn(4, 8))
+    assert graphdispatch.stats()["replays"] == replays + 1
+    assert fast_calls() == 1
