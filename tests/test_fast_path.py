@@ -325,12 +325,11 @@ def test_pytorch_guard_recipe_replays(route):
     recipe's guard filter: every call replays; weights changed in place are read."""
     torch.manual_seed(0)
     model = Model().eval()
+    skip = torch.compiler.skip_guard_on_all_nn_modules_unsafe
     with torch._dynamo.config.patch(install_free_tensors=True):
         compiled = torch.compile(
-            model,
-            backend="graphdispatch",
-            options={route: True, "guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe},
-        )  # fmt: skip
+            model, backend="graphdispatch", options={route: True, "guard_filter_fn": skip}
+        )
         with torch.no_grad():
             for _ in range(3):
                 x = torch.randn(4, 8)
