@@ -15,6 +15,7 @@ CANONICAL = [
     "copy_stream",
     "device_graph",
     "eviction",
+    "fast_path",
     "graph_only",
     "graph_passes",
     "graph_with_compile",
