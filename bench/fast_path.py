@@ -17,12 +17,18 @@ passes in one step, under ``torch.no_grad()``. Per graph route (``graph_only``: 
 - **floor**: the callable graphdispatch handed to Dynamo called directly with the flat
   arguments Dynamo passed it (our runner and the replay, nothing else).
 
+Regional compilation (``--regional``, a section of its own): the tiny Flux transformer of 4
+double and 8 single blocks with ``compile_repeated_blocks`` (12 block calls a forward, the rest
+of the forward eager), ``graph_only`` with the fast path and through Dynamo, beside
+``backend="eager"`` and eager; ``programs`` is every block's recorded program replayed alone
+(the floor of the blocks).
+
 Beside them eager and Inductor (``torch.compile(model)``, Dynamo's path). Thread CPU time of
 the calling thread, one intra-op thread, median over ``--repeats`` repeats of ``--calls`` calls,
 every column interleaved within each repeat; ratios from the one run. Every graphdispatch
 column must replay on every call with no fallback, and its output equal eager's (bit for bit
-on ``graph_only``). Writes the section ``## The fast path`` of bench/RESULTS.md unless
-``--no-write``.
+on ``graph_only``). Writes the sections ``## The fast path`` and ``## The fast path under
+regional compilation`` of bench/RESULTS.md unless ``--no-write``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from results_md import write_section
 import graphdispatch
 
 SECTION = "## The fast path"
+REGIONAL_SECTION = "## The fast path under regional compilation"
 ROUTES = ("graph_only", "graph_with_compile")
 
 
@@ -123,12 +130,71 @@ def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
         "replays": after["replays"] - before["replays"],
         "expected_replays": repeats * calls * graph_columns,
         "captures": after["captures"] - before["captures"],
-        "fallbacks": {
-            k: v - before["fallbacks"].get(k, 0)
-            for k, v in after["fallbacks"].items()
-            if v != before["fallbacks"].get(k, 0)
-        },
+        "fallbacks": stats_delta_fallbacks(before, after),
         "fast_calls": after["fast_path"]["calls"] - before["fast_path"]["calls"],
+    }
+
+
+def regional(repeats: int, calls: int) -> tuple[str, list[str]]:
+    import copy
+
+    from cpu_graph import flux_call, thread_us
+
+    from graphdispatch._backend import _RUNNERS
+
+    torch._dynamo.reset()
+    graphdispatch.reset()
+    model, args, kwargs = flux_call(4, 8)
+    columns: dict[str, Callable[[], Any]] = {}
+    runners: list[Any] = []
+    with torch.no_grad():
+        expected = sample(model(*args, **kwargs))
+        for name, options in (
+            ("backend=eager", None),
+            ("graph_only fast path", {"graph_only": True}),
+            ("graph_only Dynamo", {"graph_only": True, "fast_path": False}),
+        ):
+            m = copy.deepcopy(model)
+            before = set(_RUNNERS)
+            if options is None:
+                m.compile_repeated_blocks(backend="eager")
+            else:
+                m.compile_repeated_blocks(backend="graphdispatch", options=options)
+            for _ in range(2):
+                out = sample(m(*args, **kwargs))
+            assert torch.equal(out, expected) or options is None, name
+            columns[name] = lambda m=m: m(*args, **kwargs)
+            if name == "graph_only fast path":
+                runners = list(set(_RUNNERS) - before)
+        columns["eager"] = lambda: model(*args, **kwargs)
+        before = graphdispatch.stats()
+        times = interleaved(columns, repeats, calls)
+        after = graphdispatch.stats()
+        times["programs"] = min(
+            thread_us(lambda: [r.replay_graphs() for r in runners], calls) for _ in range(repeats)
+        )
+    fast = after["fast_path"]["calls"] - before["fast_path"]["calls"]
+    lines = ["regional: tiny Flux, 4 double + 8 single blocks compiled in place", ""]
+    lines += [f"{name:34} {us:9.1f} µs/forward" for name, us in times.items()]
+    lines.append(
+        f"fast-path calls while timed: {fast} ({fast / (repeats * calls):.0f} a forward), "
+        f"fallbacks {stats_delta_fallbacks(before, after) or 'none'}"
+    )
+    saved = times["graph_only Dynamo"] - times["graph_only fast path"]
+    verdict = (
+        f"regional: the fast path {times['graph_only fast path'] / times['graph_only Dynamo']:.2f}x"
+        f" Dynamo's path per forward, {saved / 12:.0f} µs saved per block call; the forward "
+        f"{times['graph_only fast path'] / times['programs']:.2f}x its blocks' recorded programs"
+        " (which exclude the eager part of the forward)"
+    )
+    return "\n".join(lines), [verdict]
+
+
+def stats_delta_fallbacks(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
+    return {
+        k: v - before["fallbacks"].get(k, 0)
+        for k, v in after["fallbacks"].items()
+        if v != before["fallbacks"].get(k, 0)
     }
 
 
@@ -164,41 +230,56 @@ def report(key: str, r: dict[str, Any]) -> tuple[str, list[str]]:
     return "\n".join(lines), verdicts
 
 
+def write(section: str, command: str, text: str, verdicts: list[str]) -> None:
+    write_section(
+        f"{section}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python "
+        f"bench/fast_path.py {command}\n```\n\nSee the docstring of bench/fast_path.py for "
+        "what each column runs; `floor` is the callable graphdispatch handed to Dynamo, called "
+        f"directly.\n\n```\n{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/fast_path.py", description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--models", nargs="*", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument(
+        "--regional", action="store_true", help="regional compilation too (its own section)"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    texts, verdicts = [], []
-    for key in args.models:
-        r = measure(key, args.repeats, args.calls)
-        text, said = report(key, r)
+    header = (
+        f"median of {args.repeats} repeats x {args.calls} calls, µs of thread CPU time per "
+        "call, 1 thread"
+    )
+    runs = []
+    if args.models:
+        texts, verdicts = [], []
+        for key in args.models:
+            r = measure(key, args.repeats, args.calls)
+            text, said = report(key, r)
+            print(text + "\n" + "\n".join(said), flush=True)
+            texts.append(text)
+            verdicts += said
+            assert not r["fallbacks"] and r["replays"] == r["expected_replays"], (
+                f"{key}: not every call replayed"
+            )
+        command = f"--models {' '.join(args.models)}"
+        runs.append((SECTION, command, texts, verdicts))
+    if args.regional:
+        text, said = regional(args.repeats, args.calls)
         print(text + "\n" + "\n".join(said), flush=True)
-        texts.append(text)
-        verdicts += said
-        assert not r["fallbacks"] and r["replays"] == r["expected_replays"], (
-            f"{key}: not every call replayed"
-        )
-    text = "\n\n".join(
-        [
-            f"median of {args.repeats} repeats x {args.calls} calls, µs of thread CPU time per "
-            "call, 1 thread",
-            *texts,
-            f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} "
-            f"cores, load average {os.getloadavg()[0]:.1f} at the end",
-        ]
+        runs.append((REGIONAL_SECTION, "--models --regional", [text], said))
+    machine = (
+        f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} "
+        f"cores, load average {os.getloadavg()[0]:.1f} at the end"
     )
     if not args.no_write:
-        write_section(
-            f"{SECTION}\n\nCommand (from the repository root):\n\n```\n.venv/bin/python "
-            f"bench/fast_path.py --models {' '.join(args.models)} --repeats {args.repeats} "
-            f"--calls {args.calls}\n```\n\nSee the docstring of bench/fast_path.py for what "
-            "each column runs; `floor` is the callable graphdispatch handed to Dynamo, called "
-            f"directly.\n\n```\n{text}\n```\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
-        )
+        for section, command, texts, verdicts in runs:
+            command += f" --repeats {args.repeats} --calls {args.calls}"
+            write(section, command, "\n\n".join([header, *texts, machine]), verdicts)
     return 0
 
 

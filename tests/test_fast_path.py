@@ -246,6 +246,18 @@ def test_forward_replaced_goes_back_through_dynamo():
     assert through_dynamo() == {"forward_replaced": 1}
 
 
+def test_forward_defaults_replaced_go_back_through_dynamo():
+    model, compiled, x = warm()
+    defaults = Model.forward.__defaults__
+    try:
+        Model.forward.__defaults__ = (4, *defaults[1:])  # k=4 from now on
+        with torch.no_grad():
+            check(compiled, model, torch.randn(4, 8))
+    finally:
+        Model.forward.__defaults__ = defaults
+    assert through_dynamo() == {"forward_replaced": 1}
+
+
 def test_a_stance_other_than_the_default_goes_back_through_dynamo():
     model, compiled, x = warm()
     with torch.no_grad(), torch.compiler.set_stance("force_eager"):

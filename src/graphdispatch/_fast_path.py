@@ -48,7 +48,8 @@ import torch.nn.modules.module as _module
 NOT_ARMED = "not_armed"  # no cache entry yet, or a graph break (explain() says which)
 GUARDS = "guards"  # no entry's guards passed: Dynamo recompiles or runs another entry
 HOOKS = "hooks"  # module or global forward/backward hooks: _call_impl must run them
-FORWARD_REPLACED = "forward_replaced"  # the frame Dynamo compiled is no longer the one called
+# The frame Dynamo compiled is no longer the one called: forward or its defaults replaced.
+FORWARD_REPLACED = "forward_replaced"
 STANCE = "stance"  # torch.compiler.set_stance(...) other than the default, or a trace running
 
 _COUNTS_LOCK = threading.Lock()
@@ -131,8 +132,10 @@ class FastPath:
     """The callable put in place of Dynamo's wrapper on ``module`` (Note [Fast path]).
 
     ``slow``: the Dynamo-wrapped callable it replaces, called for every call the fast path does
-    not take. ``module``: the module whose ``forward`` Dynamo compiled. ``reason``: why the
-    fast path is not armed now ("" when it is), for ``explain()``.
+    not take. ``module``: the module whose ``forward`` Dynamo compiled. ``backend``: the one
+    Dynamo stores on the cache entries this compile makes. ``armed``: the cache entries it was
+    armed from, one (guard check, transformed forward) pair per entry of ours, and why it is
+    not armed ("" when it is), replaced whole so that threads read one consistent triple.
     """
 
     def __init__(self, module: torch.nn.Module, slow: Callable, backend: Any) -> None:
@@ -140,71 +143,73 @@ class FastPath:
 
         self.eval_frame = eval_frame  # its _stance is rebound by set_stance: read per call
         self.entries_of = eval_frame._debug_get_cache_entry_list
-        self.backend = backend  # entries other compiles of the class made are not ours to run
+        self.backend = backend
         self.module = module
         self.slow = slow
         self.func = type(module).forward
-        self.code = getattr(self.func, "__code__", None)
-        self.bind = _binder(self.func) if self.code is not None else None
-        self.armed_from: list[Any] = []  # the cache entries the fast functions were made from
-        self.fast: list[tuple[Callable, Callable]] = []  # (guard check, transformed forward)
-        self.reason = "no call has gone through Dynamo yet"
+        self.code = self.func.__code__
+        # The binder and the transformed functions hold these: new ones are another forward.
+        self.defaults = (self.func.__defaults__, self.func.__kwdefaults__)
+        self.bind = _binder(self.func)
+        self.armed: tuple[list[Any], list[tuple[Callable, Callable]], str] = (
+            [],
+            [],
+            "no call has gone through Dynamo yet",
+        )
 
-    def _arm(self, entries: list[Any]) -> None:
-        """Makes one (guard check, function) pair per cache entry, or says why not."""
-        self.armed_from, self.fast = entries, []
-        if not entries:
-            self.reason = "Dynamo holds no compiled code for forward"
-            return
-        func = self.func
+    def _arm(self, entries: list[Any]) -> tuple[list[Any], list[tuple[Callable, Callable]], str]:
+        """One (guard check, function) pair per cache entry of ours, or why not."""
+        func, fast = self.func, []
         for entry in entries:
             if entry.backend != self.backend:
                 continue  # another torch.compile of the same code (Dynamo skips it too)
             code = entry.code
             if _graph_break(code):
-                self.reason = (
+                reason = (
                     "a graph break: Python runs between graphs, and only Dynamo compiles the"
                     " code after the break"
                 )
-                self.fast = []
-                return
+                return entries, [], reason
             if code.co_freevars != func.__code__.co_freevars:
-                self.reason = "Dynamo's code for forward has other closure variables"
-                self.fast = []
-                return
+                return entries, [], "Dynamo's code for forward has other closure variables"
             fn = types.FunctionType(
                 code, func.__globals__, func.__name__, func.__defaults__, func.__closure__
             )
             fn.__kwdefaults__ = func.__kwdefaults__
-            self.fast.append((entry.guard_manager.check, fn))
-        self.reason = "" if self.fast else "Dynamo holds no compiled code for forward"
+            fast.append((entry.guard_manager.check, fn))
+        return entries, fast, "" if fast else "Dynamo holds no compiled code for forward"
+
+    def _current(self) -> tuple[list[Any], list[tuple[Callable, Callable]], str]:
+        armed = self.armed
+        entries = self.entries_of(self.code)
+        if entries != armed[0]:
+            armed = self.armed = self._arm(entries)
+        return armed
 
     def state(self) -> str:
         """ "" when the next call can take the fast path, else why not (explain() prints it)."""
-        if self.code is None:
-            return "forward is not a Python function"
-        entries = self.entries_of(self.code)
-        if entries != self.armed_from:
-            self._arm(entries)
-        return self.reason
+        return self._current()[2]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        module = self.module
+        module, func = self.module, self.func
         if torch.compiler.is_compiling() or self.eval_frame._stance.stance != "default":
             _count_slow(STANCE)
             return self.slow(*args, **kwargs)
-        if type(module).forward is not self.func or "forward" in module.__dict__:
+        if (
+            type(module).forward is not func
+            or "forward" in module.__dict__
+            or func.__defaults__ is not self.defaults[0]
+            or func.__kwdefaults__ is not self.defaults[1]
+        ):
             _count_slow(FORWARD_REPLACED)
             return self.slow(*args, **kwargs)
         if _has_hooks(module):
             _count_slow(HOOKS)
             return self.slow(*args, **kwargs)
-        entries = self.entries_of(self.code)
-        if entries != self.armed_from:
-            self._arm(entries)
-        if self.fast:
+        fast = self._current()[1]
+        if fast:
             frame_locals = self.bind(module, *args, **kwargs)
-            for check, fn in self.fast:
+            for check, fn in fast:
                 if check(frame_locals):
                     _count_fast()
                     return fn(module, *args, **kwargs)
@@ -257,6 +262,7 @@ def install_for_caller() -> None:
             or isinstance(slow, FastPath)
             or hasattr(module, "_initialize_hook")
             or not isinstance(getattr(module, "forward", None), types.MethodType)
+            or not isinstance(type(module).forward, types.FunctionType)
         ):
             continue
         backend = _backend_of(owner, slow)
