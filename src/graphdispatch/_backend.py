@@ -417,9 +417,10 @@ class Backend:
             len(gm.graph.nodes),
         )
         _count_route(route)
+        captures = ROUTES[route].captured is not None
         # Tensors the graph holds as attributes (install_free_tensors) become static inputs,
         # which the runner can vouch for; Inductor alone reads them where they are.
-        lifted, free = lift_free_tensors(gm) if route != ROUTE_DEFAULT else (gm, [])
+        lifted, free = lift_free_tensors(gm) if captures else (gm, [])
         record = CompiledGraph(
             lifted,
             [*example_inputs, *free],
@@ -427,10 +428,10 @@ class Backend:
             reason,
             [input_name(n) for n in lifted.graph.find_nodes(op="placeholder")],
         )
-        if route == ROUTE_DEFAULT:
-            compiled = _inductor(gm, example_inputs, cudagraphs=False)
-        else:
+        if captures:
             compiled = with_free_tensors(build_runner(record, kind, options), free)
+        else:
+            compiled = _inductor(gm, example_inputs, cudagraphs=False)
         if options["fast_path"]:
             from ._fast_path import install_for_caller
 
