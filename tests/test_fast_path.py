@@ -364,3 +364,58 @@ def test_only_its_own_compile_s_entries_run():
         check(compiled, model, torch.randn(4, 8))
     assert graphdispatch.stats()["replays"] == replays + 1
     assert fast_calls() == 1
+
+
+class _HalvedAttention:
+    """An attention processor wrapping another, its output halved: set_attn_processor's kind."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __call__(self, attn, *args, **kwargs):
+        out = self.inner(attn, *args, **kwargs)
+        return tuple(o * 0.5 for o in out) if isinstance(out, tuple) else out * 0.5
+
+
+def test_diffusers_adapters_fusing_and_attention_processors_against_eager():
+    """LoRA adapters switched and weighted (set_adapters), fused and unfused, and attention
+    processors replaced on a tiny Flux transformer: every call eager's values; a change the
+    guards catch goes through Dynamo once, then the fast path serves the new state."""
+    pytest.importorskip("diffusers")
+    peft = pytest.importorskip("peft")
+    from graphdispatch.tiny_pipelines import tiny_flux_inputs, tiny_flux_transformer
+
+    torch.manual_seed(0)
+    model = tiny_flux_transformer().eval()
+    for name in ("a", "b"):
+        config = peft.LoraConfig(
+            r=4, lora_alpha=4, target_modules=["to_q", "to_k", "to_v"], init_lora_weights=False
+        )
+        model.add_adapter(config, adapter_name=name)
+    model.set_adapters(["a"], weights=[1.0])
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+
+    def check_twice() -> None:
+        for _ in range(2):
+            kwargs = tiny_flux_inputs()
+            with torch.no_grad():
+                out, expected = compiled(**kwargs)[0], model(**kwargs)[0]
+            torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+    check_twice()
+    changes = [
+        lambda: model.set_adapters(["b"], weights=[1.0]),
+        lambda: model.set_adapters(["a", "b"], weights=[0.5, 0.7]),
+        lambda: model.fuse_lora(lora_scale=0.8),
+        lambda: model.unfuse_lora(),
+        lambda: model.set_attn_processor(
+            {k: _HalvedAttention(v) for k, v in model.attn_processors.items()}
+        ),
+    ]
+    for change in changes:
+        before = fast_calls()
+        change()
+        check_twice()
+        assert fast_calls() >= before + 1  # the second call at least: the new state is served
+    assert set(through_dynamo()) == {"guards"}
+    assert graphdispatch.stats()["fallbacks"] == {}
