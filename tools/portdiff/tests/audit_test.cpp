@@ -142,10 +142,13 @@ TEST(Audit, EveryCommitOfTheRangeAgreesWithGitCherry) {
   EXPECT_EQ(hint["port"], r.hint);
   EXPECT_EQ(hint["hint"], true);
   EXPECT_EQ(hint["files"], json::array());
-  EXPECT_EQ(audit["targets"][0]["no_source"],
-            json::parse("[{\"commit\": \"" + r.hint + "\", \"subject\": \"[1.x] fix i (#7)\", " +
-                        "\"hint_of\": \"" + r.fixes[3] + "\"}, {\"commit\": \"" + r.own1 +
-                        "\", \"subject\": \"release-1 only\", \"hint_of\": null}]"));
+  EXPECT_EQ(
+      audit["targets"][0]["no_source"],
+      json::parse(
+          "[{\"commit\": \"" + r.hint + "\", \"subject\": \"[1.x] fix i (#7)\", " +
+          "\"hint_of\": \"" + r.fixes[3] + "\", \"unresolved_marks\": []}, {\"commit\": \"" +
+          r.own1 +
+          "\", \"subject\": \"release-1 only\", \"hint_of\": null, \"unresolved_marks\": []}]"));
   EXPECT_EQ(audit["targets"][1]["no_source"][0]["commit"], r.own2);
 }
 

@@ -27,6 +27,8 @@ const char* status_name(AuditStatus status) {
       return "hint";
     case AuditStatus::contained:
       return "contained";
+    case AuditStatus::squash:
+      return "squash";
   }
   return "";
 }
@@ -38,19 +40,38 @@ std::string file_words(const AuditFile& file, const NameStyle& name) {
   return name(file.path) + " (" + why + ")";
 }
 
-/// One cell in words; `id` and `name` style the port's id and the paths.
-std::string cell_words(const AuditCell& cell, const NameStyle& id, const NameStyle& name) {
+/// A squash in words (P38): on its first row every commit it covers and the
+/// comparison; on the others, where it is shown.
+std::string squash_words(const AuditCell& cell, const git_oid& row, const std::string& port,
+                         const std::string& files, const NameStyle& id) {
+  if (git_oid_equal(&cell.squash_of.front(), &row) == 0)
+    return "in squash " + port + " (shown at " + id(short_hex(cell.squash_of.front())) + ")";
+  std::string covered;
+  for (const git_oid& commit : cell.squash_of)
+    covered += (covered.empty() ? "" : ", ") + id(short_hex(commit));
+  const std::string head = "squash " + port + " of " + covered;
+  if (!cell.squash_compared) return head + ", not compared (not consecutive commits)";
+  return head + (cell.differs.empty() ? ": identical" : ": different: " + files);
+}
+
+/// One cell of row `row` in words; `id` and `name` style the port's id and the paths.
+std::string cell_words(const AuditCell& cell, const git_oid& row, const NameStyle& id,
+                       const NameStyle& name) {
   const std::string port = cell.has_port ? id(short_hex(cell.port.commit)) : "";
   const std::string hint = cell.compared_hint ? " (hint)" : "";
+  std::string files;
+  for (const AuditFile& file : cell.differs)
+    files += (files.empty() ? "" : ", ") + file_words(file, name);
+  const std::string unresolved = cell.has_port && !cell.port.unresolved.empty()
+                                     ? " (its " + unresolved_words(cell.port.unresolved) + ")"
+                                     : "";
   switch (cell.status) {
     case AuditStatus::identical:
-      return "identical " + port + hint;
-    case AuditStatus::different: {
-      std::string files;
-      for (const AuditFile& file : cell.differs)
-        files += (files.empty() ? "" : ", ") + file_words(file, name);
-      return "different " + port + hint + ": " + files;
-    }
+      return "identical " + port + hint + unresolved;
+    case AuditStatus::different:
+      return "different " + port + hint + unresolved + ": " + files;
+    case AuditStatus::squash:
+      return squash_words(cell, row, port, files, id);
     case AuditStatus::not_ported:
       return "not ported";
     case AuditStatus::hint:
@@ -62,7 +83,7 @@ std::string cell_words(const AuditCell& cell, const NameStyle& id, const NameSty
 }
 
 struct Counts final {
-  std::size_t identical = 0, different = 0, not_ported = 0, hint = 0, contained = 0;
+  std::size_t identical = 0, different = 0, not_ported = 0, hint = 0, contained = 0, squash = 0;
 };
 
 Counts counts_of(const AuditReport& report, std::size_t target) {
@@ -83,6 +104,9 @@ Counts counts_of(const AuditReport& report, std::size_t target) {
       case AuditStatus::contained:
         ++counts.contained;
         break;
+      case AuditStatus::squash:
+        ++counts.squash;
+        break;
     }
   return counts;
 }
@@ -90,7 +114,8 @@ Counts counts_of(const AuditReport& report, std::size_t target) {
 std::string counts_words(const Counts& c) {
   return std::to_string(c.identical) + " identical, " + std::to_string(c.different) +
          " different, " + std::to_string(c.not_ported) + " not ported, " + std::to_string(c.hint) +
-         " only a hint, " + std::to_string(c.contained) + " contained";
+         " only a hint, " + std::to_string(c.contained) + " contained" +
+         (c.squash == 0 ? "" : ", " + std::to_string(c.squash) + " in squashes");
 }
 
 std::string verdict_line(const AuditReport& report) {
@@ -108,7 +133,10 @@ std::string verdict_line(const AuditReport& report) {
 bool shown(const AuditCommit& row, const Options& options) {
   if (!options.brief) return true;
   return std::any_of(row.cells.begin(), row.cells.end(), [](const AuditCell& cell) {
-    return cell.status != AuditStatus::identical && cell.status != AuditStatus::contained;
+    const bool squash_clean =
+        cell.status == AuditStatus::squash && cell.squash_compared && cell.differs.empty();
+    return cell.status != AuditStatus::identical && cell.status != AuditStatus::contained &&
+           !squash_clean;
   });
 }
 
@@ -163,9 +191,14 @@ std::string markdown(const AuditReport& report, const Options& options) {
   for (const AuditCommit& row : report.commits) {
     if (!shown(row, options)) continue;
     out << "| `" << short_hex(row.id) << "` | " << md_text(row.subject) << " |";
-    for (const AuditCell& cell : row.cells) out << " " << cell_words(cell, id, name) << " |";
+    for (const AuditCell& cell : row.cells)
+      out << " " << cell_words(cell, row.id, id, name) << " |";
     out << "\n";
   }
+  for (const AuditCommit& row : report.commits)
+    if (!row.unresolved.empty() && shown(row, options))
+      out << "\n`" << short_hex(row.id) << "`: its " << md_text(unresolved_words(row.unresolved))
+          << " (that mark fell through to the patch rules).\n";
   for (const AuditTarget& target : report.targets) {
     out << "\n## Commits on " << code_text(target.label) << " with no source in the range ("
         << target.unsourced.size() << ")\n\n";
@@ -174,6 +207,8 @@ std::string markdown(const AuditReport& report, const Options& options) {
       out << "- `" << short_hex(commit.id) << "` " << md_text(commit.subject)
           << (commit.has_hint ? " — same subject as `" + short_hex(commit.hint_of) + "` (a hint)"
                               : "")
+          << (commit.unresolved.empty() ? ""
+                                        : " — its " + md_text(unresolved_words(commit.unresolved)))
           << "\n";
   }
   return out.str();
@@ -207,7 +242,7 @@ std::string text(const AuditReport& report, const Options& options) {
     std::string subject = quote(row.subject);
     if (display_width(subject) > 40) subject = subject.substr(0, 37) + "...";
     std::vector<std::string> line = {short_hex(row.id), subject};
-    for (const AuditCell& cell : row.cells) line.push_back(cell_words(cell, plain, name));
+    for (const AuditCell& cell : row.cells) line.push_back(cell_words(cell, row.id, plain, name));
     rows.push_back(line);
   }
   std::vector<std::size_t> widths(heading.size(), 0);
@@ -223,6 +258,10 @@ std::string text(const AuditReport& report, const Options& options) {
     }
     out << line << "\n";
   }
+  for (const AuditCommit& row : report.commits)
+    if (!row.unresolved.empty() && shown(row, options))
+      out << "  " << short_hex(row.id) << ": its " << unresolved_words(row.unresolved)
+          << " (that mark fell through to the patch rules)\n";
   for (const AuditTarget& target : report.targets) {
     out << "\n"
         << quote(target.label) << ": " << plural(target.unsourced.size(), "commit")
@@ -231,9 +270,18 @@ std::string text(const AuditReport& report, const Options& options) {
       out << "  " << short_hex(commit.id) << "  " << quote(commit.subject)
           << (commit.has_hint ? "  (same subject as " + short_hex(commit.hint_of) + ": a hint)"
                               : "")
+          << (commit.unresolved.empty() ? ""
+                                        : "  (its " + unresolved_words(commit.unresolved) + ")")
           << "\n";
   }
   return out.str();
+}
+
+json marks_json(const std::vector<CommitMark>& marks) {
+  json list = json::array();
+  for (const auto& [mark, names] : unresolved_pairs(marks))
+    list.push_back({{"mark", mark}, {"names", names}});
+  return list;
 }
 
 std::string json_document(const AuditReport& report, const Options& options) {
@@ -245,17 +293,16 @@ std::string json_document(const AuditReport& report, const Options& options) {
     entry["label"] = target.label;
     entry["head"] = to_hex(target.head);
     entry["fork"] = target.has_fork ? json(to_hex(target.fork)) : json(nullptr);
-    entry["counts"] = {{"identical", c.identical},
-                       {"different", c.different},
-                       {"not_ported", c.not_ported},
-                       {"hint", c.hint},
-                       {"contained", c.contained}};
+    entry["counts"] = {{"identical", c.identical},   {"different", c.different},
+                       {"not_ported", c.not_ported}, {"hint", c.hint},
+                       {"contained", c.contained},   {"squash", c.squash}};
     json unsourced = json::array();
     for (const UnsourcedCommit& commit : target.unsourced) {
       json item = json::object();
       item["commit"] = to_hex(commit.id);
       item["subject"] = commit.subject;
       item["hint_of"] = commit.has_hint ? json(to_hex(commit.hint_of)) : json(nullptr);
+      item["unresolved_marks"] = marks_json(commit.unresolved);
       unsourced.push_back(std::move(item));
     }
     entry["no_source"] = std::move(unsourced);
@@ -274,6 +321,14 @@ std::string json_document(const AuditReport& report, const Options& options) {
       entry["port"] = cell.has_port ? json(to_hex(cell.port.commit)) : json(nullptr);
       entry["found_by"] = cell.has_port ? json(found_by(cell.port, true)) : json::array();
       entry["hint"] = cell.has_port && !cell.port.evidence();
+      entry["unresolved_marks"] = cell.has_port ? marks_json(cell.port.unresolved) : json::array();
+      if (cell.status == AuditStatus::squash) {
+        json covered = json::array();
+        for (const git_oid& id : cell.squash_of) covered.push_back(to_hex(id));
+        entry["squash"] = {{"of", std::move(covered)}, {"compared", cell.squash_compared}};
+      } else {
+        entry["squash"] = nullptr;
+      }
       json files = json::array();
       for (const AuditFile& file : cell.differs) {
         json item = json::object();
@@ -290,6 +345,7 @@ std::string json_document(const AuditReport& report, const Options& options) {
     json entry = json::object();
     entry["commit"] = to_hex(row.id);
     entry["subject"] = row.subject;
+    entry["unresolved_marks"] = marks_json(row.unresolved);
     entry["cells"] = std::move(cells);
     commits.push_back(std::move(entry));
   }
