@@ -1,0 +1,385 @@
+// The field cases P34–P47 (graph-cases-5.md): ports marked the way large projects
+// mark them, read by the one port matcher in both directions; squashes and hints;
+// and the audit's smaller promises — each checked against what git says.
+
+#include "repo_fixture.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace portdiff_test {
+namespace {
+
+using nlohmann::json;
+
+/// `git cherry -v UPSTREAM HEAD LIMIT`: each listed commit and its sign.
+std::map<std::string, char> git_cherry(const TempRepo& repo, const std::string& upstream,
+                                       const std::string& head, const std::string& limit) {
+  std::map<std::string, char> signs;
+  std::istringstream in(repo.git("cherry -v " + upstream + " " + head + " " + limit));
+  for (std::string line; std::getline(in, line);) signs[line.substr(2, 40)] = line[0];
+  return signs;
+}
+
+json audit_json(const TempRepo& repo, const std::string& range, std::vector<std::string> onto,
+                std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--repo", repo.dir(), "audit", range};
+  for (const std::string& target : onto) args.insert(args.end(), {"--onto", target});
+  args.insert(args.end(), {"--format", "json"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CommandResult run = run_portdiff(args);
+  EXPECT_TRUE(run.exit_code == 0 || run.exit_code == 1) << run.err;
+  return json::parse(run.out);
+}
+
+const json& cell_of(const json& audit, const std::string& commit, std::size_t target = 0) {
+  for (const json& row : audit["commits"])
+    if (row["commit"] == commit) return row["cells"][target];
+  static const json none;
+  ADD_FAILURE() << "no commit " << commit << " in " << audit.dump();
+  return none;
+}
+
+/// The commit a mark names, by git: the full SHA of an abbreviation, or "" when
+/// the repository has no such commit.
+std::string named_by_git(const TempRepo& repo, const std::string& hex) {
+  const CommandResult run = run_command("git -C " + shell_quote(repo.dir()) +
+                                        " rev-parse -q --verify " + hex + "^{commit}");
+  return run.exit_code == 0 ? run.out.substr(0, 40) : "";
+}
+
+/// One mark kind: its JSON name and the message a port carries, given the marked
+/// commit's SHA.
+struct MarkCase final {
+  std::string json_name;
+  std::string (*message)(const std::string& sha);
+};
+
+const std::vector<MarkCase>& mark_cases() {
+  static const std::vector<MarkCase> cases = {
+      {"cherry-pick-trailer",
+       [](const std::string& sha) {
+         return "port one\n\nResolved by hand.\n\n(cherry picked from commit " + sha + ")\n";
+       }},
+      {"upstream-line",
+       [](const std::string& sha) {
+         return "port two\n\ncommit " + sha + " upstream.\n\nBackported to the old API.\n";
+       }},
+      {"upstream-bracket",
+       [](const std::string& sha) {
+         return "port three\n\n[ Upstream commit " + sha + " ]\n\nContext adjusted.\n";
+       }},
+      {"patchback",
+       [](const std::string& sha) {
+         return "[PR #4521/" + sha.substr(0, 8) + " backport][3.15] port four\n";
+       }},
+  };
+  return cases;
+}
+
+/// main: one fix per mark kind, each in its own file; release (forked at base):
+/// a port of each, changed by hand (so no patch rule holds) and with another
+/// subject (so no hint), carrying the mark. Also a pair tied by Change-Id only.
+struct MarkedRepo final {
+  TempRepo repo;
+  std::vector<std::string> fixes, ports;  // per mark case, then the Change-Id pair last
+  MarkedRepo() {
+    Edit base;
+    for (int i = 0; i < 5; ++i) base["f" + std::to_string(i) + ".py"] = "a\nb\nc\n";
+    repo.apply(base);
+    repo.commit("base");
+    repo.git("tag base");
+    repo.git("branch release");
+    for (int i = 0; i < 5; ++i) {
+      repo.apply({{"f" + std::to_string(i) + ".py", "a\nB" + std::to_string(i) + "\nc\n"}});
+      fixes.push_back(repo.commit(
+          i < 4 ? "fix " + std::to_string(i)
+                : "fix gerrit\n\nChange-Id: I0123456789abcdef0123456789abcdef01234567\n"));
+    }
+    repo.git("checkout -q release");
+    for (int i = 0; i < 5; ++i) {
+      repo.apply({{"f" + std::to_string(i) + ".py", "a\nb" + std::to_string(i) + "!\nc\n"}});
+      ports.push_back(repo.commit(
+          i < 4 ? mark_cases()[i].message(fixes[i])
+                : "gerrit port\n\nChange-Id: I0123456789abcdef0123456789abcdef01234567\n"));
+    }
+    repo.git("checkout -q main");
+  }
+};
+
+TEST(CasesP34toP47, P34P36EveryMarkIsReadInBothDirections) {
+  MarkedRepo r;
+  // git's view: no patch is equivalent (every port was changed by hand), and each
+  // mark names its fix.
+  for (const auto& [commit, sign] : git_cherry(r.repo, "release", "main", "base"))
+    ASSERT_EQ(sign, '+') << commit;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::string message = r.repo.git("log -1 --format=%B " + r.ports[i]);
+    const std::string abbreviated = i == 3 ? r.fixes[i].substr(0, 8) : r.fixes[i];
+    ASSERT_NE(message.find(abbreviated), std::string::npos);
+    ASSERT_EQ(named_by_git(r.repo, abbreviated), r.fixes[i]);
+  }
+  const std::vector<std::string> names = {"cherry-pick-trailer", "upstream-line",
+                                          "upstream-bracket", "patchback", "change-id"};
+  // main onto release: the port carries the mark naming the source commit.
+  const json forward = audit_json(r.repo, "base..main", {"release"});
+  // release onto main: the source commit carries the mark naming its port.
+  const json backward = audit_json(r.repo, "base..release", {"main"});
+  for (std::size_t i = 0; i < 5; ++i) {
+    const json& there = cell_of(forward, r.fixes[i]);
+    EXPECT_EQ(there["status"], "different") << there.dump();
+    EXPECT_EQ(there["port"], r.ports[i]) << there.dump();
+    EXPECT_EQ(there["found_by"], json::array({names[i]})) << there.dump();
+    const json& back = cell_of(backward, r.ports[i]);
+    EXPECT_EQ(back["status"], "different") << back.dump();
+    EXPECT_EQ(back["port"], r.fixes[i]) << back.dump();
+    EXPECT_EQ(back["found_by"], json::array({names[i]})) << back.dump();
+  }
+  EXPECT_EQ(forward["targets"][0]["no_source"], json::array());
+  EXPECT_EQ(backward["targets"][0]["no_source"], json::array());
+
+  // find, both ways.
+  for (std::size_t i = 0; i < 5; ++i) {
+    const CommandResult there = run_portdiff(
+        {"--repo", r.repo.dir(), "find", r.fixes[i], "--branches", "release", "--format", "json"});
+    ASSERT_EQ(there.exit_code, 0) << there.err;
+    const json found = json::parse(there.out);
+    ASSERT_EQ(found["branches"][0]["ports"].size(), 1U) << found.dump();
+    EXPECT_EQ(found["branches"][0]["ports"][0]["commit"], r.ports[i]);
+    const CommandResult back = run_portdiff(
+        {"--repo", r.repo.dir(), "find", r.ports[i], "--branches", "main", "--format", "json"});
+    ASSERT_EQ(back.exit_code, 0) << back.err;
+    const json found_back = json::parse(back.out);
+    ASSERT_EQ(found_back["branches"][0]["ports"].size(), 1U) << found_back.dump();
+    EXPECT_EQ(found_back["branches"][0]["ports"][0]["commit"], r.fixes[i]);
+    EXPECT_EQ(found_back["branches"][0]["ports"][0]["found_by"], json::array({names[i]}));
+  }
+}
+
+TEST(CasesP34toP47, P34TwoBackportsOfOneUpstreamCommitArePortsOfEachOther) {
+  TempRepo repo;
+  repo.apply({{"f.py", "a\nb\nc\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch 6.1.y");
+  repo.git("branch 6.6.y");
+  repo.apply({{"f.py", "a\nB\nc\n"}});
+  const std::string upstream = repo.commit("fix b");
+  repo.git("checkout -q 6.1.y");
+  repo.apply({{"f.py", "a\nB1\nc\n"}});
+  const std::string old_port = repo.commit("fix b for 6.1\n\ncommit " + upstream + " upstream.\n");
+  repo.git("checkout -q 6.6.y");
+  repo.apply({{"f.py", "a\nB6\nc\n"}});
+  const std::string new_port =
+      repo.commit("fix b for 6.6\n\n[ Upstream commit " + upstream + " ]\n");
+  ASSERT_EQ(git_cherry(repo, "6.1.y", "6.6.y", "base").at(new_port), '+');
+  const json audit = audit_json(repo, "base..6.6.y", {"6.1.y"});
+  const json& cell = cell_of(audit, new_port);
+  EXPECT_EQ(cell["port"], old_port) << cell.dump();
+  EXPECT_EQ(cell["found_by"], json::array({"upstream-line", "upstream-bracket"})) << cell.dump();
+}
+
+TEST(CasesP34toP47, P35AMarkNamingNoCommitHereFallsThroughAndIsReported) {
+  TempRepo repo;
+  repo.apply({{"f.py", "a\nb\nc\n"}, {"g.py", "x\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  repo.apply({{"f.py", "a\nB\nc\n"}});
+  const std::string fix = repo.commit("fix b");
+  repo.apply({{"g.py", "x\ny\n"}});
+  const std::string other = repo.commit("add y");
+  const std::string gone = "0123456789abcdef0123456789abcdef01234567";  // a pre-rebase SHA
+  ASSERT_EQ(named_by_git(repo, gone), "");
+  repo.git("checkout -q release");
+  // A clean pick whose trailer names the commit before a rebase: patch-id decides.
+  repo.apply({{"f.py", "a\nB\nc\n"}});
+  const std::string clean = repo.commit("fix b\n\n(cherry picked from commit " + gone + ")\n");
+  // A change of its own with such a trailer: no rule holds.
+  repo.apply({{"g.py", "x\nz\n"}});
+  const std::string own = repo.commit("own z\n\n(cherry picked from commit " + gone + ")\n");
+  const std::map<std::string, char> cherry = git_cherry(repo, "release", "main", "base");
+  ASSERT_EQ(cherry.at(fix), '-');
+  ASSERT_EQ(cherry.at(other), '+');
+
+  const json audit = audit_json(repo, "base..main", {"release"});
+  const json& cell = cell_of(audit, fix);
+  EXPECT_EQ(cell["status"], "identical");
+  EXPECT_EQ(cell["port"], clean);
+  EXPECT_EQ(cell["found_by"], json::array({"patch-id", "changed-lines", "same-subject"}));
+  const json unresolved =
+      json::parse(R"([{"mark": "cherry-pick-trailer", "names": ")" + gone + R"("}])");
+  EXPECT_EQ(cell["unresolved_marks"], unresolved);
+  EXPECT_EQ(cell_of(audit, other)["status"], "not-ported");
+  ASSERT_EQ(audit["targets"][0]["no_source"].size(), 1U);
+  EXPECT_EQ(audit["targets"][0]["no_source"][0]["commit"], own);
+  EXPECT_EQ(audit["targets"][0]["no_source"][0]["unresolved_marks"], unresolved);
+  // The other direction: the source row says it.
+  const json back = audit_json(repo, "base..release", {"main"});
+  for (const json& row : back["commits"]) EXPECT_EQ(row["unresolved_marks"], unresolved);
+  const CommandResult text = run_portdiff(
+      {"--repo", repo.dir(), "audit", "base..release", "--onto", "main", "--format", "text"});
+  EXPECT_TRUE(contains(
+      text.out, "cherry-pick trailer names " + gone.substr(0, 12) + ", not in the repository"))
+      << text.out;
+}
+
+TEST(CasesP34toP47, P37AHintIsNeverAnotherCommitsProvenPort) {
+  TempRepo repo;
+  repo.apply({{"a.md", "a\n"}, {"b.md", "b\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  repo.apply({{"a.md", "a!\n"}});
+  const std::string first = repo.commit("doc fixes");
+  repo.apply({{"b.md", "b!\n"}});
+  const std::string second = repo.commit("doc fixes");
+  repo.git("checkout -q release");
+  repo.apply({{"a.md", "a!!\n"}});  // changed by hand: only the trailer ties it
+  const std::string port = repo.commit("doc fixes\n\n(cherry picked from commit " + first + ")\n");
+  // git: the port's trailer names the first commit; neither patch is equivalent.
+  ASSERT_EQ(named_by_git(repo, first), first);
+  ASSERT_EQ(git_cherry(repo, "release", "main", "base").at(second), '+');
+
+  const json audit = audit_json(repo, "base..main", {"release"}, {"--hints"});
+  EXPECT_EQ(cell_of(audit, first)["port"], port);
+  EXPECT_EQ(cell_of(audit, second)["status"], "not-ported") << cell_of(audit, second).dump();
+  EXPECT_EQ(cell_of(audit, second)["port"], nullptr);
+  const CommandResult find = run_portdiff(
+      {"--repo", repo.dir(), "find", second, "--branches", "release", "--format", "json"});
+  ASSERT_EQ(find.exit_code, 0) << find.err;
+  EXPECT_EQ(json::parse(find.out)["branches"][0]["ports"], json::array()) << find.out;
+}
+
+TEST(CasesP34toP47, P38ASquashedBackportIsOneSquashWithEverySource) {
+  TempRepo repo;
+  repo.apply({{"a.py", "a\n"}, {"b.py", "b\n"}, {"c.py", "c\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  repo.git("branch old");
+  std::vector<std::string> fixes;
+  repo.apply({{"a.py", "a\n1\n"}});
+  fixes.push_back(repo.commit("one"));
+  repo.apply({{"b.py", "b\n2\n"}});
+  fixes.push_back(repo.commit("two"));
+  repo.apply({{"a.py", "a\n1\n3\n"}});
+  fixes.push_back(repo.commit("three"));
+  repo.apply({{"c.py", "c\n4\n"}});
+  fixes.push_back(repo.commit("four"));
+  // release: one commit with the four trailers, the range's change as one patch.
+  repo.git("checkout -q release");
+  repo.git("checkout " + fixes.back() + " -- a.py b.py c.py");
+  std::string message = "backport fixes\n\n";
+  for (const std::string& fix : fixes) message += "(cherry picked from commit " + fix + ")\n";
+  const std::string squash = repo.commit(message);
+  // git: the squash's patch is the range's (the same stable patch-id).
+  const auto patch_id = [&](const std::string& command) {
+    return run_command("git -C " + shell_quote(repo.dir()) + " " + command +
+                       " | git patch-id --stable")
+        .out.substr(0, 40);
+  };
+  ASSERT_EQ(patch_id("diff " + fixes.front() + "^ " + fixes.back()), patch_id("show " + squash));
+  // old: a squash of the first and third only, which are not one range.
+  repo.git("checkout -q old");
+  repo.apply({{"a.py", "a\n1\n3\n"}});
+  const std::string partial =
+      repo.commit("backport one, three\n\n(cherry picked from commit " + fixes[0] +
+                  ")\n(cherry picked from commit " + fixes[2] + ")\n");
+
+  const json audit = audit_json(repo, "base..main", {"release", "old"});
+  json covered = json::array();
+  for (const std::string& fix : fixes) covered.push_back(fix);
+  for (const std::string& fix : fixes) {
+    const json& cell = cell_of(audit, fix, 0);
+    EXPECT_EQ(cell["status"], "squash") << cell.dump();
+    EXPECT_EQ(cell["port"], squash);
+    EXPECT_EQ(cell["squash"], json({{"of", covered}, {"compared", true}})) << cell.dump();
+    EXPECT_EQ(cell["files"], json::array()) << cell.dump();  // identical, as git's patch-id says
+  }
+  EXPECT_EQ(audit["targets"][0]["counts"]["squash"], 4);
+  const json& first = cell_of(audit, fixes[0], 1);
+  EXPECT_EQ(first["status"], "squash");
+  EXPECT_EQ(first["squash"], json({{"of", {fixes[0], fixes[2]}}, {"compared", false}}));
+  EXPECT_EQ(cell_of(audit, fixes[1], 1)["status"], "not-ported");
+  EXPECT_EQ(cell_of(audit, fixes[2], 1)["port"], partial);
+
+  const CommandResult text = run_portdiff({"--repo", repo.dir(), "audit", "base..main", "--onto",
+                                           "release", "--format", "text", "--check"});
+  EXPECT_EQ(text.exit_code, 0) << text.out;  // the squash is identical: all ported
+  std::string list;
+  for (const std::string& fix : fixes) list += (list.empty() ? "" : ", ") + fix.substr(0, 12);
+  EXPECT_TRUE(contains(text.out, "squash " + squash.substr(0, 12) + " of " + list + ": identical"))
+      << text.out;
+  EXPECT_TRUE(contains(
+      text.out, "in squash " + squash.substr(0, 12) + " (shown at " + fixes[0].substr(0, 12) + ")"))
+      << text.out;
+}
+
+TEST(CasesP34toP47, P40EmptyCommitsAreEquivalentAsGitCherrySays) {
+  TempRepo repo;
+  repo.apply({{"f.py", "f\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  const std::string bump = repo.commit("bump version");  // empty
+  repo.apply({{"f.py", "f\ng\n"}});
+  const std::string change = repo.commit("add g");
+  repo.git("checkout -q release");
+  const std::string port = repo.commit("[1.x] bump version");  // empty too
+  const std::map<std::string, char> cherry = git_cherry(repo, "release", "main", "base");
+  ASSERT_EQ(cherry.at(bump), '-');
+  ASSERT_EQ(cherry.at(change), '+');
+  const json audit = audit_json(repo, "base..main", {"release"});
+  EXPECT_EQ(cell_of(audit, bump)["status"], "identical") << audit.dump();
+  EXPECT_EQ(cell_of(audit, bump)["port"], port);
+  EXPECT_EQ(cell_of(audit, change)["status"], "not-ported");
+  // and the other way round: git's '-' for the release's empty commit.
+  ASSERT_EQ(git_cherry(repo, "main", "release", "base").at(port), '-');
+  EXPECT_EQ(audit["targets"][0]["no_source"], json::array());
+}
+
+TEST(CasesP34toP47, P47ABranchHoldingTheOriginalInheritsNoPort) {
+  TempRepo origin;
+  origin.apply({{"f.py", "f\n"}});
+  origin.commit("base");
+  origin.git("branch 7.0.x");
+  origin.apply({{"f.py", "f\nfix\n"}});
+  const std::string fix = origin.commit("fix f");
+  origin.git("checkout -q 7.0.x");
+  origin.git("cherry-pick -x " + fix);
+  const std::string port = origin.rev("HEAD");
+  origin.git("checkout -q main");
+  origin.git("merge -q --no-ff -m 'merge 7.0.x' 7.0.x");
+  TempRepo clone;
+  clone.git("remote add origin " + shell_quote(origin.dir()));
+  clone.git("fetch -q origin");
+  clone.git("symbolic-ref refs/remotes/origin/HEAD refs/remotes/origin/main");
+  // git: origin/main holds the fix itself, and the port through the merge.
+  ASSERT_EQ(run_command("git -C " + shell_quote(clone.dir()) + " merge-base --is-ancestor " + fix +
+                        " origin/main")
+                .exit_code,
+            0);
+  const CommandResult run = run_portdiff(
+      {"--repo", clone.dir(), "find", fix, "--branches", "origin/*", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json found = json::parse(run.out);
+  for (const json& branch : found["branches"]) {
+    if (branch["branch"] == "origin/main") {
+      EXPECT_EQ(branch["contains_commit"], true);
+      EXPECT_EQ(branch["inherited"], json::array()) << found.dump();
+    } else {
+      EXPECT_EQ(branch["branch"], "origin/7.0.x");
+      ASSERT_EQ(branch["ports"].size(), 1U);
+      EXPECT_EQ(branch["ports"][0]["commit"], port);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace portdiff_test
