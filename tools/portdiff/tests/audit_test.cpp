@@ -134,8 +134,10 @@ TEST(Audit, EveryCommitOfTheRangeAgreesWithGitCherry) {
   const json pair_report = json::parse(pair.out);
   json differing = json::array();
   for (const json& file : pair_report["files"])
-    differing.push_back(
-        {{"path", file["path"]}, {"class", file["class"]}, {"difference", file["difference"]}});
+    differing.push_back({{"path", file["path"]},
+                         {"path_quoted", file["path_quoted"]},
+                         {"class", file["class"]},
+                         {"difference", file["difference"]}});
   EXPECT_EQ(hand["files"], differing);
   const json& hint = cell_of(audit, r.fixes[3], 0);
   EXPECT_EQ(hint["status"], "hint");

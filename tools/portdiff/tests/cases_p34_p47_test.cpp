@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -379,6 +382,113 @@ TEST(CasesP34toP47, P47ABranchHoldingTheOriginalInheritsNoPort) {
       EXPECT_EQ(branch["ports"][0]["commit"], port);
     }
   }
+}
+
+TEST(CasesP34toP47, P42AuditCellsKeepNonUtf8NamesDistinct) {
+  TempRepo repo;
+  const std::string first = "n\351.txt", second = "n\352.txt";  // Latin-1 bytes
+  repo.apply({{first, "a\n"}, {second, "b\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  repo.apply({{first, "a\n1\n"}, {second, "b\n2\n"}});
+  const std::string fix = repo.commit("fix both");
+  repo.git("checkout -q release");
+  repo.apply({{first, "a\n1!\n"}, {second, "b\n2!\n"}});
+  repo.commit("fix both\n\n(cherry picked from commit " + fix + ")\n");
+  // git's quoting of the two names (core.quotePath, on by default, octal for bad UTF-8).
+  std::istringstream names(repo.git("diff --name-only " + fix + "^ " + fix));
+  std::vector<std::string> git_names;
+  for (std::string line; std::getline(names, line);) git_names.push_back(line);
+  ASSERT_EQ(git_names.size(), 2U);
+  ASSERT_NE(git_names[0], git_names[1]);
+  const json audit = audit_json(repo, "base..main", {"release"});
+  const json& cell = cell_of(audit, fix);
+  ASSERT_EQ(cell["files"].size(), 2U) << cell.dump();
+  std::vector<std::string> quoted;
+  for (const json& file : cell["files"]) quoted.push_back(file["path_quoted"]);
+  std::sort(quoted.begin(), quoted.end());
+  std::sort(git_names.begin(), git_names.end());
+  EXPECT_EQ(quoted, git_names);
+}
+
+TEST(CasesP34toP47, P45TheTextTableIsAlignedInTerminalColumns) {
+  if (run_command("python3 -c 'import unicodedata'").exit_code != 0)
+    GTEST_SKIP() << "python3 (the column oracle) is not available";
+  TempRepo repo;
+  repo.apply({{"f.py", "1\n2\n3\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  const std::vector<std::string> subjects = {
+      "修复：日本語のテキストを正しく処理する長いサブジェクトです", "🎉 emoji party fix 🎉 ✅",
+      "plain ascii subject", "e\xcc\x81t\xc3\xa9 combining accents and a long tail of words"};
+  std::vector<std::string> fixes;
+  for (std::size_t i = 0; i < subjects.size(); ++i) {
+    repo.apply({{"g" + std::to_string(i) + ".py", std::to_string(i) + "\n"}});
+    fixes.push_back(repo.commit(subjects[i]));
+  }
+  repo.git("checkout -q release");
+  repo.git("cherry-pick -x " + fixes[0] + " " + fixes[2]);
+  const CommandResult run = run_portdiff(
+      {"--repo", repo.dir(), "audit", "base..main", "--onto", "release", "--format", "text"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // Python's reading: strict UTF-8 (no sequence cut), and the column where each
+  // row's target cell starts, a wide character two columns, a combining mark none.
+  const std::string oracle =
+      "import sys, unicodedata\n"
+      "text = sys.stdin.buffer.read().decode('utf-8')\n"
+      "w = lambda s: sum(0 if unicodedata.combining(c) else 2 if "
+      "unicodedata.east_asian_width(c) in 'WF' else 1 for c in s)\n"
+      "cols = set()\n"
+      "for line in text.split('\\n'):\n"
+      "    for word in ('release', 'identical ', 'not ported'):\n"
+      "        at = line.find(word)\n"
+      "        if line.startswith('  ') and at > 0:\n"
+      "            cols.add(w(line[:at])); break\n"
+      "print(len(cols))\n";
+  const std::string script = repo.dir() + "/../p45_oracle.py";
+  {
+    std::ofstream out(script);
+    out << oracle;
+  }
+  const std::string file = repo.dir() + "/../p45_out.txt";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << run.out;
+  }
+  const CommandResult columns =
+      run_command("python3 " + shell_quote(script) + " < " + shell_quote(file));
+  std::remove(script.c_str());
+  std::remove(file.c_str());
+  ASSERT_EQ(columns.exit_code, 0) << columns.err;
+  EXPECT_EQ(columns.out, "1\n") << run.out;
+}
+
+TEST(CasesP34toP47, P46OneTargetOnceAndColourWhenAsked) {
+  TempRepo repo;
+  repo.apply({{"f.py", "f\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  repo.apply({{"f.py", "f\nfix\n"}});
+  const std::string fix = repo.commit("fix f");
+  repo.git("checkout -q release");
+  repo.git("cherry-pick -x " + fix);
+  const std::string head = repo.rev("release");
+  const json twice = audit_json(repo, "base..main", {"release", "release", head});
+  ASSERT_EQ(twice["targets"].size(), 1U) << twice.dump();
+  EXPECT_EQ(twice["targets"][0]["label"], "release = " + head);
+  EXPECT_EQ(twice["commits"][0]["cells"].size(), 1U);
+  const CommandResult audit = run_portdiff({"--repo", repo.dir(), "audit", "base..main", "--onto",
+                                            "release", "--format", "text", "--color", "always"});
+  EXPECT_TRUE(contains(audit.out, "\033[32midentical ")) << audit.out;
+  const CommandResult plain = run_portdiff({"--repo", repo.dir(), "audit", "base..main", "--onto",
+                                            "release", "--format", "text", "--color", "never"});
+  EXPECT_FALSE(contains(plain.out, "\033[")) << plain.out;
+  const CommandResult find = run_portdiff({"--repo", repo.dir(), "find", fix, "--branches",
+                                           "release", "--format", "text", "--color", "always"});
+  EXPECT_TRUE(contains(find.out, "\033[32m" + head.substr(0, 12))) << find.out;
 }
 
 }  // namespace

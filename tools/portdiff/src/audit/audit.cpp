@@ -103,11 +103,11 @@ std::vector<PortCommit> read_range(git_repository* repo, const Options& options,
 
 /// Step 2: one target: its head, its fork, its commits since it forked, and the
 /// range commits it already holds.
-TargetSide read_target(git_repository* repo, const std::string& spec,
+TargetSide read_target(git_repository* repo, const std::string& spec, const git_oid& head,
                        const std::vector<git_oid>& boundary, AuditReport& report) {
   AuditTarget& target = report.targets.emplace_back();
   target.label = spec;
-  target.head = resolve_target(repo, spec);
+  target.head = head;
   // None: unrelated histories (every commit is the target's own), or the fork lies
   // past a shallow boundary.
   target.has_fork = git_merge_base(&target.fork, repo, &target.head, &report.source.head) == 0;
@@ -291,8 +291,19 @@ AuditReport build_audit(const Options& options) {
   const std::vector<git_oid> boundary = shallow_boundary(repo.get());
   std::vector<PortCommit> sources = read_range(repo.get(), options, boundary, report);
   std::vector<TargetSide> sides;
-  for (std::size_t t = 0; t < options.onto.size(); ++t) {
-    sides.push_back(read_target(repo.get(), options.onto[t], boundary, report));
+  for (const std::string& spec : options.onto) {
+    // A target named twice, or two names of one commit, is audited once (P46).
+    const git_oid head = resolve_target(repo.get(), spec);
+    const auto same =
+        std::find_if(report.targets.begin(), report.targets.end(),
+                     [&](const AuditTarget& t) { return git_oid_equal(&t.head, &head); });
+    if (same != report.targets.end()) {
+      if (same->label != spec && same->label.find(" = " + spec) == std::string::npos)
+        same->label += " = " + spec;
+      continue;
+    }
+    const std::size_t t = sides.size();
+    sides.push_back(read_target(repo.get(), spec, head, boundary, report));
     const auto hints = match_target(repo.get(), sources, sides[t], options, report);
     find_squashes(repo.get(), t, report);
     choose_hints(hints, sides[t], t, options, report);

@@ -82,6 +82,25 @@ std::string cell_words(const AuditCell& cell, const git_oid& row, const NameStyl
   return "";
 }
 
+/// The terminal colour of a cell: green when ported as it is, red when not
+/// ported or different, yellow for a hint; none for contained.
+const char* status_color(const AuditCell& cell) {
+  switch (cell.status) {
+    case AuditStatus::identical:
+      return "\033[32m";
+    case AuditStatus::different:
+    case AuditStatus::not_ported:
+      return "\033[31m";
+    case AuditStatus::hint:
+      return "\033[33m";
+    case AuditStatus::squash:
+      return cell.squash_compared && cell.differs.empty() ? "\033[32m" : "\033[33m";
+    case AuditStatus::contained:
+      return "";
+  }
+  return "";
+}
+
 struct Counts final {
   std::size_t identical = 0, different = 0, not_ported = 0, hint = 0, contained = 0, squash = 0;
 };
@@ -216,7 +235,11 @@ std::string markdown(const AuditReport& report, const Options& options) {
 
 std::string text(const AuditReport& report, const Options& options) {
   std::ostringstream out;
-  out << verdict_line(report) << "\n";
+  const bool color = options.color == Color::always;
+  const auto paint = [&](const char* code, const std::string& text) {
+    return color ? std::string(code) + text + "\033[0m" : text;
+  };
+  out << paint(audit_clean(report) ? "\033[1;32m" : "\033[1;31m", verdict_line(report)) << "\n";
   out << "source  " << to_hex(report.source.base) << ".." << to_hex(report.source.head) << "  ("
       << quote(report.source.label) << ")\n";
   for (const AuditTarget& target : report.targets) {
@@ -233,16 +256,23 @@ std::string text(const AuditReport& report, const Options& options) {
   const NameStyle plain = [](const std::string& s) { return s; };
   const NameStyle name = [](const std::string& path) { return quote(path); };
   // Columns as wide as their longest cell; the subject is cut to 40 columns.
+  // Widths in terminal columns, a wide character two (case P45).
   std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<const char*>> colors;  // per cell, its status colour
   std::vector<std::string> heading = {"commit", "subject"};
   for (const AuditTarget& target : report.targets) heading.push_back(quote(target.label));
   rows.push_back(heading);
+  colors.emplace_back(heading.size(), "");
   for (const AuditCommit& row : report.commits) {
     if (!shown(row, options)) continue;
     std::string subject = quote(row.subject);
-    if (display_width(subject) > 40) subject = subject.substr(0, 37) + "...";
+    if (display_width(subject) > 40) subject = cut_to_width(subject, 37) + "...";
     std::vector<std::string> line = {short_hex(row.id), subject};
-    for (const AuditCell& cell : row.cells) line.push_back(cell_words(cell, row.id, plain, name));
+    std::vector<const char*>& painted = colors.emplace_back(2, "");
+    for (const AuditCell& cell : row.cells) {
+      line.push_back(cell_words(cell, row.id, plain, name));
+      painted.push_back(status_color(cell));
+    }
     rows.push_back(line);
   }
   std::vector<std::size_t> widths(heading.size(), 0);
@@ -250,10 +280,11 @@ std::string text(const AuditReport& report, const Options& options) {
     for (std::size_t c = 0; c < row.size(); ++c)
       widths[c] = std::max(widths[c], display_width(row[c]));
   out << "\n";
-  for (const auto& row : rows) {
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::vector<std::string>& row = rows[r];
     std::string line = " ";
     for (std::size_t c = 0; c < row.size(); ++c) {
-      line += " " + row[c];
+      line += " " + (colors[r][c][0] == '\0' ? row[c] : paint(colors[r][c], row[c]));
       if (c + 1 < row.size()) line += std::string(widths[c] - display_width(row[c]) + 1, ' ');
     }
     out << line << "\n";
@@ -333,6 +364,7 @@ std::string json_document(const AuditReport& report, const Options& options) {
       for (const AuditFile& file : cell.differs) {
         json item = json::object();
         item["path"] = file.path;
+        item["path_quoted"] = quote(file.path);  // distinct for distinct names (P42)
         item["class"] = verdict_name(file.verdict);
         item["difference"] = file.verdict == Verdict::different
                                  ? json(difference_name(file.difference))

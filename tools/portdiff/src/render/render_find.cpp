@@ -4,6 +4,7 @@
 #include "render/markdown_text.h"
 #include "render/matrix.h"
 #include "render/quote.h"
+#include "render/render.h"
 #include "render/render_json.h"
 #include "render/render_reports.h"
 
@@ -101,6 +102,8 @@ std::string markdown_listing(const FindResult& found, const Options& options) {
   return out.str();
 }
 
+bool contains_hint(const std::string& how) { return how.find("(hint)") != std::string::npos; }
+
 std::string text_listing(const FindResult& found, const Options& options) {
   std::ostringstream out;
   out << "commit    " << to_hex(found.commit) << "  " << quote(found.subject) << "\n";
@@ -113,12 +116,21 @@ std::string text_listing(const FindResult& found, const Options& options) {
     out << "          its " << unresolved_words(found.unresolved) << ": that rule fell through\n";
   std::size_t width = 6;
   for (const BranchPorts& branch : found.branches)
-    width = std::max(width, quote(branch_title(branch)).size());
+    width = std::max(width, display_width(quote(branch_title(branch))));
+  const bool color = options.color == Color::always;
   for (const BranchPorts& branch : found.branches) {
     const std::string name = quote(branch_title(branch));
-    const std::string padded = name + std::string(width + 2 - name.size(), ' ');
-    for (const ListingLine& line : branch_lines(branch, false, options))
-      out << padded << line.what << (line.how.empty() ? "" : "  " + line.how) << "\n";
+    const std::string padded = name + std::string(width + 2 - display_width(name), ' ');
+    for (const ListingLine& line : branch_lines(branch, false, options)) {
+      // Ports with evidence green, hints yellow, no port red (P46: --color is honoured).
+      const char* paint = !color                                      ? ""
+                          : line.what == "no port"                    ? "\033[31m"
+                          : line.is_commit && contains_hint(line.how) ? "\033[33m"
+                          : line.is_commit                            ? "\033[32m"
+                                                                      : "";
+      out << padded << paint << line.what << (paint[0] == '\0' ? "" : "\033[0m")
+          << (line.how.empty() ? "" : "  " + line.how) << "\n";
+    }
   }
   return out.str();
 }
