@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 namespace portdiff_test {
 namespace {
@@ -489,6 +490,68 @@ TEST(CasesP34toP47, P46OneTargetOnceAndColourWhenAsked) {
   const CommandResult find = run_portdiff({"--repo", repo.dir(), "find", fix, "--branches",
                                            "release", "--format", "text", "--color", "always"});
   EXPECT_TRUE(contains(find.out, "\033[32m" + head.substr(0, 12))) << find.out;
+}
+
+TEST(CasesP34toP47, P44ARepositoryOfAnotherUserIsSaidAsGitSaysIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving the repository to another user needs root";
+  TempRepo repo;
+  repo.apply({{"f.py", "f\n"}});
+  repo.commit("base");
+  repo.apply({{"f.py", "f\ng\n"}});
+  repo.commit("add g");
+  ASSERT_EQ(run_command("chown -R 65534 " + shell_quote(repo.dir())).exit_code, 0);
+  const CommandResult git = run_command("git -C " + shell_quote(repo.dir()) + " status");
+  ASSERT_NE(git.exit_code, 0);
+  ASSERT_TRUE(contains(git.err, "detected dubious ownership")) << git.err;
+  const std::size_t at = git.err.find("git config --global --add safe.directory ");
+  ASSERT_NE(at, std::string::npos) << git.err;
+  const std::string advice = git.err.substr(at, git.err.find('\n', at) - at);
+  const CommandResult run = run_portdiff({"--repo", repo.dir(), "HEAD", "HEAD~1..HEAD"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.err, "detected dubious ownership in repository at '")) << run.err;
+  EXPECT_TRUE(contains(run.err, advice + "\n")) << run.err << " vs " << advice;
+  run_command("chown -R 0 " + shell_quote(repo.dir()));
+}
+
+TEST(CasesP34toP47, P39ARenamePortOfEqualPatchIdIsIdenticalAndSaysHow) {
+  TempRepo repo;
+  std::string lines;
+  for (int i = 1; i <= 30; ++i) lines += "line " + std::to_string(i) + "\n";
+  repo.apply({{"a.py", lines}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  std::string edited = lines;
+  edited.replace(edited.find("line 25\n"), 8, "line 25 fixed\n");
+  repo.apply({{"a.py", std::nullopt}, {"b.py", edited}});
+  const std::string fix = repo.commit("move a to b");
+  repo.git("checkout -q release");
+  std::string drifted = lines;  // the release's baseline differs far from the edit
+  drifted.replace(0, 7, "line one\n");
+  repo.apply({{"a.py", drifted}});
+  repo.commit("release: reword line 1");
+  repo.git("cherry-pick -x " + fix);
+  const std::string port = repo.rev("HEAD");
+  // git: `git show`'s patch-ids (renames found) are equal, and it is a rename on both sides.
+  const auto patch_id = [&](const std::string& commit) {
+    return run_command("git -C " + shell_quote(repo.dir()) + " show " + commit +
+                       " | git patch-id --stable")
+        .out.substr(0, 40);
+  };
+  ASSERT_EQ(patch_id(fix), patch_id(port));
+  ASSERT_TRUE(contains(repo.git("show --format= --name-status " + port), "R"));
+  const json audit = audit_json(repo, "base..main", {"release"});
+  const json& cell = cell_of(audit, fix);
+  EXPECT_EQ(cell["status"], "identical") << cell.dump();
+  EXPECT_EQ(cell["port"], port);
+  EXPECT_EQ(cell["renames_found"], true);
+  // The default pair report reads two rows, and the deletion differs (the baselines).
+  const CommandResult pair =
+      run_portdiff({"--repo", repo.dir(), fix, port, "--format", "json", "--brief"});
+  EXPECT_NE(json::parse(pair.out)["files"].size(), 0U);
+  const CommandResult text = run_portdiff(
+      {"--repo", repo.dir(), "audit", "base..main", "--onto", "release", "--format", "text"});
+  EXPECT_TRUE(contains(text.out, "(renames found, as its patch-id reads them)")) << text.out;
 }
 
 }  // namespace

@@ -234,9 +234,17 @@ void list_unsourced(const TargetSide& side, std::size_t t, AuditReport& report) 
 
 /// Step 7: each commit compared with its port by the pair report's rules, from the
 /// patches the matching already read (compare_patches: the pair report's stages
-/// after the diff); a squash once, its covered range against the port.
+/// after the diff); a squash once, its covered range against the port. The audit
+/// shows no test functions, so none are scanned (P41). A port git calls
+/// equivalent (the patch-id, which reads renames) that differs only because the
+/// default reading does not pair renames is compared with renames found, and the
+/// cell says so (P39).
 void compare_ports(git_repository* repo, std::vector<PortCommit>& sources,
-                   std::vector<TargetSide>& sides, const Options& options, AuditReport& report) {
+                   std::vector<TargetSide>& sides, const Options& given, AuditReport& report) {
+  Options options = given;
+  options.test_globs.clear();
+  Options renames = options;
+  renames.find_renames = true;
   const auto range_of = [&](const std::string& spec, const std::string& label, bool hint) {
     ResolvedRange range = resolve_range(repo, spec, "source");
     list_commits(repo, range);
@@ -244,6 +252,10 @@ void compare_ports(git_repository* repo, std::vector<PortCommit>& sources,
     range.named = !label.empty();
     range.hint = hint;
     return range;
+  };
+  const auto read = [&](const ResolvedRange& range, const Options& how) {
+    return std::make_shared<const SidePatch>(
+        collect_lines(repo, diff_range(repo, range, how).get()));
   };
   for (std::size_t s = 0; s < report.commits.size(); ++s) {
     AuditCommit& row = report.commits[s];
@@ -260,14 +272,21 @@ void compare_ports(git_repository* repo, std::vector<PortCommit>& sources,
           squash ? to_hex(cell.squash_of.front()) + "^.." + to_hex(cell.squash_of.back())
                  : to_hex(row.id);
       const ResolvedRange source = range_of(spec, report.source.label, false);
-      auto source_patch = squash
-                              ? std::make_shared<const SidePatch>(
-                                    collect_lines(repo, diff_range(repo, source, options).get()))
-                              : std::make_shared<const SidePatch>(sources[s].lines(repo, options));
-      const Report pair = compare_patches(
-          repo, source, range_of(port.hex(), report.targets[t].label, cell.compared_hint),
-          std::move(source_patch), std::make_shared<const SidePatch>(port.lines(repo, options)),
-          options);
+      const ResolvedRange target =
+          range_of(port.hex(), report.targets[t].label, cell.compared_hint);
+      Report pair = compare_patches(
+          repo, source, target,
+          squash ? read(source, options)
+                 : std::make_shared<const SidePatch>(sources[s].lines(repo, options)),
+          std::make_shared<const SidePatch>(port.lines(repo, options)), options);
+      if (!squash && !all_identical(pair) && cell.port.by_patch_id && !options.find_renames) {
+        Report renamed = compare_patches(repo, source, target, read(source, renames),
+                                         read(target, renames), renames);
+        if (all_identical(renamed)) {
+          pair = std::move(renamed);
+          cell.renames_found = true;
+        }
+      }
       if (!squash)
         cell.status = all_identical(pair) ? AuditStatus::identical : AuditStatus::different;
       for (const FileVerdict& file : pair.files)

@@ -47,7 +47,8 @@ struct AuditCell final {
   AuditStatus status = AuditStatus::not_ported;
   bool has_port = false;  // `port` is set: a port with evidence, or a hint
   Port port;
-  bool compared_hint = false;      // --hints compared a same-subject hint
+  bool compared_hint = false;  // --hints compared a same-subject hint
+  bool renames_found = false;  // identical once renames are paired, as the patch-id reads it (P39)
   std::vector<AuditFile> differs;  // different, squash: the rows that are not identical
   // squash: every commit of the range the port's marks name, oldest first. The
   // oldest one's row shows the squash; when they are consecutive commits (each the

@@ -67,7 +67,8 @@ std::string cell_words(const AuditCell& cell, const git_oid& row, const NameStyl
                                      : "";
   switch (cell.status) {
     case AuditStatus::identical:
-      return "identical " + port + hint + unresolved;
+      return "identical " + port + hint + unresolved +
+             (cell.renames_found ? " (renames found, as its patch-id reads them)" : "");
     case AuditStatus::different:
       return "different " + port + hint + unresolved + ": " + files;
     case AuditStatus::squash:
@@ -352,6 +353,7 @@ std::string json_document(const AuditReport& report, const Options& options) {
       entry["port"] = cell.has_port ? json(to_hex(cell.port.commit)) : json(nullptr);
       entry["found_by"] = cell.has_port ? json(found_by(cell.port, true)) : json::array();
       entry["hint"] = cell.has_port && !cell.port.evidence();
+      entry["renames_found"] = cell.renames_found;
       entry["unresolved_marks"] = cell.has_port ? marks_json(cell.port.unresolved) : json::array();
       if (cell.status == AuditStatus::squash) {
         json covered = json::array();
