@@ -245,9 +245,15 @@ void compare_ports(git_repository* repo, std::vector<PortCommit>& sources,
   options.test_globs.clear();
   Options renames = options;
   renames.find_renames = true;
-  const auto range_of = [&](const std::string& spec, const std::string& label, bool hint) {
-    ResolvedRange range = resolve_range(repo, spec, "source");
-    list_commits(repo, range);
+  // The ranges as compare_patches reads them: pinned ends and a label (the audit
+  // lists no range's commits).
+  const auto range_of = [&](const git_oid& first, const git_oid& last, const std::string& label,
+                            bool hint) {
+    ResolvedRange range;
+    range.spec =
+        git_oid_equal(&first, &last) != 0 ? to_hex(last) : to_hex(first) + "^.." + to_hex(last);
+    range.base = *git_commit_parent_id(lookup_commit(repo, first).get(), 0);
+    range.head = last;
     range.label = hint ? label + " (hint)" : label;
     range.named = !label.empty();
     range.hint = hint;
@@ -268,12 +274,11 @@ void compare_ports(git_repository* repo, std::vector<PortCommit>& sources,
       PortCommit& port = *std::find_if(
           sides[t].commits.begin(), sides[t].commits.end(),
           [&](const PortCommit& c) { return git_oid_equal(&c.id(), &cell.port.commit) != 0; });
-      const std::string spec =
-          squash ? to_hex(cell.squash_of.front()) + "^.." + to_hex(cell.squash_of.back())
-                 : to_hex(row.id);
-      const ResolvedRange source = range_of(spec, report.source.label, false);
+      const ResolvedRange source = squash ? range_of(cell.squash_of.front(), cell.squash_of.back(),
+                                                     report.source.label, false)
+                                          : range_of(row.id, row.id, report.source.label, false);
       const ResolvedRange target =
-          range_of(port.hex(), report.targets[t].label, cell.compared_hint);
+          range_of(port.id(), port.id(), report.targets[t].label, cell.compared_hint);
       Report pair = compare_patches(
           repo, source, target,
           squash ? read(source, options)
@@ -305,6 +310,11 @@ void compare_ports(git_repository* repo, std::vector<PortCommit>& sources,
 }  // namespace
 
 AuditReport build_audit(const Options& options) {
+  // The matcher reads each commit's trees and blobs several times (its paths, its
+  // patch-id, its lines): keep them in libgit2's cache, which by default keeps no
+  // blob and no tree over 4 KiB (a kernel directory's tree is larger).
+  git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB, std::size_t{256} << 10);
+  git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, std::size_t{1} << 20);
   AuditReport report;
   RepositoryPtr repo = open_repository(options.repo);
   const std::vector<git_oid> boundary = shallow_boundary(repo.get());

@@ -61,6 +61,68 @@ bool same_changed_lines(git_repository* repo, const SidePatch& a, const SidePatc
   return !rows.empty();
 }
 
+/// Every path under `tree` (a side that is absent on the other).
+void all_paths(git_repository* repo, const git_tree* tree, const std::string& prefix,
+               std::set<std::string>& out) {
+  for (std::size_t i = 0; i < git_tree_entrycount(tree); ++i) {
+    const git_tree_entry* entry = git_tree_entry_byindex(tree, i);
+    const std::string path = prefix + git_tree_entry_name(entry);
+    if (git_tree_entry_type(entry) != GIT_OBJECT_TREE) {
+      out.insert(path);
+      continue;
+    }
+    git_tree* sub_raw = nullptr;
+    check(git_tree_lookup(&sub_raw, repo, git_tree_entry_id(entry)), "reading a tree");
+    TreePtr sub(sub_raw);
+    all_paths(repo, sub.get(), path + "/", out);
+  }
+}
+
+/// The paths whose entry differs between two trees (`git diff --name-only`, which
+/// for a rename names both paths, as `git show`'s diff with renames found does):
+/// descends only into subtrees whose ids differ. A plain tree walk, because this
+/// runs for every commit of an audit and libgit2's diff machinery costs several
+/// times more for the same answer.
+void changed_paths(git_repository* repo, const git_tree* old_tree, const git_tree* new_tree,
+                   const std::string& prefix, std::set<std::string>& out) {
+  const auto subtree = [&](const git_tree_entry* entry) {
+    git_tree* raw = nullptr;
+    check(git_tree_lookup(&raw, repo, git_tree_entry_id(entry)), "reading a tree");
+    return TreePtr(raw);
+  };
+  const auto one_side = [&](const git_tree_entry* entry, const std::string& path) {
+    if (git_tree_entry_type(entry) == GIT_OBJECT_TREE)
+      all_paths(repo, subtree(entry).get(), path + "/", out);
+    else
+      out.insert(path);
+  };
+  for (std::size_t i = 0; i < git_tree_entrycount(old_tree); ++i) {
+    const git_tree_entry* before = git_tree_entry_byindex(old_tree, i);
+    const std::string path = prefix + git_tree_entry_name(before);
+    const git_tree_entry* after = git_tree_entry_byname(new_tree, git_tree_entry_name(before));
+    if (after == nullptr) {
+      one_side(before, path);
+      continue;
+    }
+    if (git_oid_equal(git_tree_entry_id(before), git_tree_entry_id(after)) != 0 &&
+        git_tree_entry_filemode(before) == git_tree_entry_filemode(after))
+      continue;
+    const bool old_is_tree = git_tree_entry_type(before) == GIT_OBJECT_TREE;
+    const bool new_is_tree = git_tree_entry_type(after) == GIT_OBJECT_TREE;
+    if (old_is_tree && new_is_tree) {
+      changed_paths(repo, subtree(before).get(), subtree(after).get(), path + "/", out);
+    } else {
+      one_side(before, path);  // a blob changed, or a tree became a blob or back
+      one_side(after, path);
+    }
+  }
+  for (std::size_t i = 0; i < git_tree_entrycount(new_tree); ++i) {
+    const git_tree_entry* after = git_tree_entry_byindex(new_tree, i);
+    if (git_tree_entry_byname(old_tree, git_tree_entry_name(after)) == nullptr)
+      one_side(after, prefix + git_tree_entry_name(after));
+  }
+}
+
 std::string joined(const std::set<std::string>& paths) {
   std::string key;
   for (const std::string& path : paths) key.append(path).push_back('\0');
@@ -104,21 +166,19 @@ std::vector<CommitMark> PortCommit::unresolved() const {
   return out;
 }
 
-void PortCommit::read_show(git_repository* repo) {
+void PortCommit::read_paths(git_repository* repo) {
   if (has_paths_) return;
   CommitPtr commit = lookup_commit(repo, id_);
-  // Not kept: most commits need only their paths, and a range holds thousands.
-  const DiffPtr show = show_diff(repo, commit.get());
-  for (std::size_t i = 0; i < git_diff_num_deltas(show.get()); ++i) {
-    const git_diff_delta* delta = git_diff_get_delta(show.get(), i);
-    paths_.insert(delta->old_file.path);
-    paths_.insert(delta->new_file.path);
-  }
+  git_tree* new_raw = nullptr;
+  check(git_commit_tree(&new_raw, commit.get()), "reading a tree");
+  TreePtr new_tree(new_raw);
+  TreePtr old_tree = commit_tree(repo, *git_commit_parent_id(commit.get(), 0));
+  changed_paths(repo, old_tree.get(), new_tree.get(), "", paths_);
   has_paths_ = true;
 }
 
 const std::set<std::string>& PortCommit::paths(git_repository* repo) {
-  read_show(repo);
+  read_paths(repo);
   return paths_;
 }
 
@@ -152,7 +212,8 @@ bool PortCommit::may_have_paths(git_repository* repo, const std::set<std::string
 void PortCommit::read_patch_id(git_repository* repo) {
   if (patch_id_read_) return;
   CommitPtr commit = lookup_commit(repo, id_);
-  const DiffPtr show = show_diff(repo, commit.get());
+  read_paths(repo);
+  const DiffPtr show = show_diff(repo, commit.get(), paths_.empty() ? nullptr : &paths_);
   has_patch_id_ = stable_patch_id(repo, show.get(), patch_id_, &line_sum_);
   patch_id_read_ = true;
 }

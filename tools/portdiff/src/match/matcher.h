@@ -85,7 +85,7 @@ class PortCommit final {
   const SidePatch& lines(git_repository* repo, const Options& options);
 
  private:
-  void read_show(git_repository* repo);  // the paths
+  void read_paths(git_repository* repo);
   void read_patch_id(git_repository* repo);
   git_oid id_{};
   std::string hex_, subject_, bare_subject_, change_id_;
