@@ -1,14 +1,15 @@
 #include "audit/audit.h"
 
+#include "classify/classify.h"
+#include "classify/realign.h"
 #include "diff/collect.h"
 #include "diff/side_diff.h"
 #include "error.h"
 #include "git_handle.h"
-#include "pipeline.h"
 #include "ranges/ancestry.h"
 
 #include <algorithm>
-#include <memory>
+#include <optional>
 
 namespace portdiff {
 namespace {
@@ -233,35 +234,32 @@ void list_unsourced(const TargetSide& side, std::size_t t, AuditReport& report) 
 }
 
 /// Step 7: each commit compared with its port by the pair report's rules, from the
-/// patches the matching already read (compare_patches: the pair report's stages
-/// after the diff); a squash once, its covered range against the port. The audit
-/// shows no test functions, so none are scanned (P41). A port git calls
-/// equivalent (the patch-id, which reads renames) that differs only because the
-/// default reading does not pair renames is compared with renames found, and the
-/// cell says so (P39).
+/// patches the matching already read: classify and realign, the stages that give
+/// each file its verdict — the audit shows no final-file notes, other heads or test
+/// functions, so none are computed (P41). A squash is compared once, its covered
+/// range against the port. A port of equal patch-id (which reads renames) that
+/// differs only because the default reading does not pair renames is compared with
+/// renames found, and the cell says so (P39).
 void compare_ports(git_repository* repo, std::vector<PortCommit>& sources,
-                   std::vector<TargetSide>& sides, const Options& given, AuditReport& report) {
-  Options options = given;
-  options.test_globs.clear();
+                   std::vector<TargetSide>& sides, const Options& options, AuditReport& report) {
   Options renames = options;
   renames.find_renames = true;
-  // The ranges as compare_patches reads them: pinned ends and a label (the audit
-  // lists no range's commits).
-  const auto range_of = [&](const git_oid& first, const git_oid& last, const std::string& label,
-                            bool hint) {
+  // The patch of `first`'s parent..`last`, as the pair report reads it.
+  const auto read = [&](const git_oid& first, const git_oid& last, const Options& how) {
     ResolvedRange range;
-    range.spec =
-        git_oid_equal(&first, &last) != 0 ? to_hex(last) : to_hex(first) + "^.." + to_hex(last);
+    range.spec = to_hex(first) + "^.." + to_hex(last);
     range.base = *git_commit_parent_id(lookup_commit(repo, first).get(), 0);
     range.head = last;
-    range.label = hint ? label + " (hint)" : label;
-    range.named = !label.empty();
-    range.hint = hint;
-    return range;
+    return collect_lines(repo, diff_range(repo, range, how).get());
   };
-  const auto read = [&](const ResolvedRange& range, const Options& how) {
-    return std::make_shared<const SidePatch>(
-        collect_lines(repo, diff_range(repo, range, how).get()));
+  const auto verdicts = [&](const SidePatch& source, const SidePatch& port) {
+    std::vector<FileVerdict> rows = classify(source, port, options.path_maps);
+    realign(repo, rows);
+    return rows;
+  };
+  const auto identical = [](const std::vector<FileVerdict>& rows) {
+    return std::all_of(rows.begin(), rows.end(),
+                       [](const FileVerdict& row) { return row.verdict == Verdict::identical; });
   };
   for (std::size_t s = 0; s < report.commits.size(); ++s) {
     AuditCommit& row = report.commits[s];
@@ -274,27 +272,23 @@ void compare_ports(git_repository* repo, std::vector<PortCommit>& sources,
       PortCommit& port = *std::find_if(
           sides[t].commits.begin(), sides[t].commits.end(),
           [&](const PortCommit& c) { return git_oid_equal(&c.id(), &cell.port.commit) != 0; });
-      const ResolvedRange source = squash ? range_of(cell.squash_of.front(), cell.squash_of.back(),
-                                                     report.source.label, false)
-                                          : range_of(row.id, row.id, report.source.label, false);
-      const ResolvedRange target =
-          range_of(port.id(), port.id(), report.targets[t].label, cell.compared_hint);
-      Report pair = compare_patches(
-          repo, source, target,
-          squash ? read(source, options)
-                 : std::make_shared<const SidePatch>(sources[s].lines(repo, options)),
-          std::make_shared<const SidePatch>(port.lines(repo, options)), options);
-      if (!squash && !all_identical(pair) && cell.port.by_patch_id && !options.find_renames) {
-        Report renamed = compare_patches(repo, source, target, read(source, renames),
-                                         read(target, renames), renames);
-        if (all_identical(renamed)) {
-          pair = std::move(renamed);
+      const SidePatch& port_patch = port.lines(repo, options);
+      std::optional<SidePatch> squashed;
+      if (squash) squashed = read(cell.squash_of.front(), cell.squash_of.back(), options);
+      const SidePatch& source_patch = squash ? *squashed : sources[s].lines(repo, options);
+      std::vector<FileVerdict> rows = verdicts(source_patch, port_patch);
+      std::optional<SidePatch> source_renamed, port_renamed;  // the rows point into them
+      if (!squash && !identical(rows) && cell.port.by_patch_id && !options.find_renames) {
+        source_renamed = read(row.id, row.id, renames);
+        port_renamed = read(port.id(), port.id(), renames);
+        std::vector<FileVerdict> renamed = verdicts(*source_renamed, *port_renamed);
+        if (identical(renamed)) {
+          rows = std::move(renamed);
           cell.renames_found = true;
         }
       }
-      if (!squash)
-        cell.status = all_identical(pair) ? AuditStatus::identical : AuditStatus::different;
-      for (const FileVerdict& file : pair.files)
+      if (!squash) cell.status = identical(rows) ? AuditStatus::identical : AuditStatus::different;
+      for (const FileVerdict& file : rows)
         if (file.verdict != Verdict::identical)
           cell.differs.push_back({file.path, file.verdict, file.difference});
       if (squash)  // every row of the squash carries its result
@@ -315,6 +309,7 @@ AuditReport build_audit(const Options& options) {
   // blob and no tree over 4 KiB (a kernel directory's tree is larger).
   git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB, std::size_t{256} << 10);
   git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, std::size_t{1} << 20);
+  git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, std::ptrdiff_t{96} << 20);
   AuditReport report;
   RepositoryPtr repo = open_repository(options.repo);
   const std::vector<git_oid> boundary = shallow_boundary(repo.get());

@@ -1,6 +1,7 @@
 #include "find/patch_id.h"
 
 #include "diff/content.h"
+#include "diff/side_diff.h"
 #include "error.h"
 
 #include <openssl/err.h>

@@ -235,7 +235,9 @@ const SidePatch& PortCommit::lines(git_repository* repo, const Options& options)
     ResolvedRange range;
     range.base = *git_commit_parent_id(commit.get(), 0);
     range.head = id_;
-    lines_ = collect_lines(repo, diff_range(repo, range, options).get());
+    read_paths(repo);
+    lines_ = collect_lines(
+        repo, diff_range(repo, range, options, paths_.empty() ? nullptr : &paths_).get());
   }
   return *lines_;
 }
