@@ -1,4 +1,4 @@
-"""Builds a history at Linux-stable scale for the audit bench (issue 40), in the git
+"""Builds a history at Linux-stable scale for the audit bench, in the git
 repository given: a main line of COMMITS commits (default 12,000) over a base of
 2,000 files, and 5 release branches forked from it (linux-5.0.y ... linux-5.4.y)
 that carry ports of one in eight of main's later commits, marked the ways large
@@ -10,9 +10,10 @@ projects mark them, in a fixed cycle:
   backport][5.y]`); a clean pick whose trailer names a pre-rebase SHA that is not
   in the repository; an edit by hand with the same subject and no mark (a hint);
   a squash of two consecutive main commits with both trailers; a clean `-x` pick.
-Every main commit carries a Change-Id (as under Gerrit). Each release also has 60 commits of its own (one in four changes the last line of
-a file, its baseline drift). Every main commit sets one line in one or two files;
-one in fifty is titled "doc fixes" (a generic subject, P37).
+Every main commit carries a Change-Id (as under Gerrit). Each release also has 60
+commits of its own (one in four changes the last line of a file, its baseline
+drift). Every main commit sets one line in one or two files; one in fifty is titled
+"doc fixes" (a generic subject, P37).
 
 The trailers need the main commits' SHAs, so the stream is fed to `git fast-import`
 here and the SHAs read back with its `get-mark` command.

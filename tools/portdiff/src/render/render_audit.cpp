@@ -183,11 +183,13 @@ std::string markdown(const AuditReport& report, const Options& options) {
   for (std::size_t t = 0; t < report.targets.size(); ++t)
     out << (t == 0 ? "" : ", ") << code_text(report.targets[t].label);
   out << "\n\n**" << md_text(verdict_line(report)) << ".**\n\n";
-  out << "Every commit of the source range is looked up on each target by `portdiff find`'s "
-         "rules (cherry-pick trailer, stable patch-id, changed lines; a same-subject hint is "
-         "compared only with `--hints`) among the target's commits since it forked, and its "
-         "port compared by the pair report's rules. *contained*: the target holds the commit "
-         "itself.\n\n";
+  out << "Every commit of the source range is looked up on each target by the port matcher "
+         "`portdiff find` uses — marks first, read both ways (cherry-pick trailer, `commit X "
+         "upstream.`, `[ Upstream commit X ]`, patchback's `[PR #N/X backport]`, Gerrit's "
+         "`Change-Id`), then the stable patch-id and the changed lines, then the subject (a "
+         "hint, compared only with `--hints`) — among the target's commits since it forked, "
+         "and its port compared by the pair report's rules. *contained*: the target holds the "
+         "commit itself; *squash*: one target commit ports several commits of the range.\n\n";
   out << "- source " << code_text(report.source.spec) << ": `" << to_hex(report.source.base) << ".."
       << to_hex(report.source.head) << "` — " << plural(report.commits.size(), "commit") << "\n";
   for (const AuditTarget& target : report.targets) {
