@@ -2,6 +2,7 @@
 // mark them, read by the one port matcher in both directions; squashes and hints;
 // and the audit's smaller promises — each checked against what git says.
 
+#include "match/marks.h"
 #include "repo_fixture.h"
 
 #include <gtest/gtest.h>
@@ -223,6 +224,10 @@ TEST(CasesP34toP47, P35AMarkNamingNoCommitHereFallsThroughAndIsReported) {
   ASSERT_EQ(audit["targets"][0]["no_source"].size(), 1U);
   EXPECT_EQ(audit["targets"][0]["no_source"][0]["commit"], own);
   EXPECT_EQ(audit["targets"][0]["no_source"][0]["unresolved_marks"], unresolved);
+  const CommandResult find = run_portdiff(
+      {"--repo", repo.dir(), "find", fix, "--branches", "release", "--format", "json"});
+  ASSERT_EQ(find.exit_code, 0) << find.err;
+  EXPECT_EQ(json::parse(find.out)["branches"][0]["ports"][0]["unresolved_marks"], unresolved);
   // The other direction: the source row says it.
   const json back = audit_json(repo, "base..release", {"main"});
   for (const json& row : back["commits"]) EXPECT_EQ(row["unresolved_marks"], unresolved);
@@ -552,6 +557,28 @@ TEST(CasesP34toP47, P39ARenamePortOfEqualPatchIdIsIdenticalAndSaysHow) {
   const CommandResult text = run_portdiff(
       {"--repo", repo.dir(), "audit", "base..main", "--onto", "release", "--format", "text"});
   EXPECT_TRUE(contains(text.out, "(renames found, as its patch-id reads them)")) << text.out;
+}
+
+TEST(CasesP34toP47, P36MarksAreReadOnlyWhereTheyAreWritten) {
+  using portdiff::MarkKind;
+  const std::string sha = "0123456789abcdef0123456789abcdef01234567";
+  const portdiff::Marks marks =
+      portdiff::read_marks("[PR #12/89abcdef backport][3.15] fix\n\nSee commit " + sha +
+                           " upstream. in prose: not a mark.\n  commit " + sha.substr(0, 12) +
+                           " upstream.\n(cherry picked from commit 012345)\n[ Upstream commit " +
+                           sha + " ]\n(cherry picked from commit " + sha.substr(0, 7) +
+                           ")\nChange-Id: Iaaaa\nChange-Id: Ibbbb\n");
+  ASSERT_EQ(marks.commits.size(), 4U);  // a 6-digit SHA and a mark inside prose are not
+  const std::vector<std::pair<MarkKind, std::string>> expected = {
+      {MarkKind::cherry_pick, sha.substr(0, 7)},
+      {MarkKind::upstream_bracket, sha},
+      {MarkKind::patchback, "89abcdef"},
+      {MarkKind::upstream_line, sha.substr(0, 12)}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(marks.commits[i].kind, expected[i].first) << i;
+    EXPECT_EQ(marks.commits[i].hex, expected[i].second) << i;
+  }
+  EXPECT_EQ(marks.change_id, "Ibbbb");  // the last trailer
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ struct CommitMark final {
 };
 
 struct Marks final {
-  std::vector<CommitMark> commits;  // in message order
+  std::vector<CommitMark> commits;  // by kind, each kind in message order
   std::string change_id;            // the last `Change-Id:` trailer's value; empty if none
 };
 
