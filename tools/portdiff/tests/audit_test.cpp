@@ -313,5 +313,25 @@ TEST(Audit, ARangeOfMergesOnlyIsAnError) {
                          "cherry skips them)\n");
 }
 
+TEST(Audit, AnEquivalentPortThatDiffersInWhitespaceSaysWhyGitCallsItEquivalent) {
+  TempRepo repo;
+  repo.apply({{"f.py", "a\nb\nc\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  repo.apply({{"f.py", "a\nx = 2**32\nc\n"}});
+  const std::string fix = repo.commit("bits");
+  repo.git("checkout -q release");
+  repo.apply({{"f.py", "a\nx = 2 ** 32\nc\n"}});
+  const std::string port = repo.commit("bits (formatted)");
+  ASSERT_EQ(git_cherry(repo, "release", "main", "base").at(fix), '-');  // git: equivalent
+  const CommandResult run = run_portdiff(
+      {"--repo", repo.dir(), "audit", "base..main", "--onto", "release", "--format", "text"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "different " + port.substr(0, 12) +
+                                    " (equal patch-id: git's ignores whitespace): f.py (lines)"))
+      << run.out;
+}
+
 }  // namespace
 }  // namespace portdiff_test

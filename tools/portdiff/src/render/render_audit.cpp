@@ -69,8 +69,10 @@ std::string cell_words(const AuditCell& cell, const git_oid& row, const NameStyl
     case AuditStatus::identical:
       return "identical " + port + hint + unresolved +
              (cell.renames_found ? " (renames found, as its patch-id reads them)" : "");
-    case AuditStatus::different:
-      return "different " + port + hint + unresolved + ": " + files;
+    case AuditStatus::different:  // equal patch-ids: git calls the two equivalent
+      return "different " + port + hint + unresolved +
+             (cell.port.by_patch_id ? " (equal patch-id: git's ignores whitespace)" : "") + ": " +
+             files;
     case AuditStatus::squash:
       return squash_words(cell, row, port, files, id);
     case AuditStatus::not_ported:
