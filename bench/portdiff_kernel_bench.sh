@@ -24,7 +24,7 @@ if [[ ${1:-} == --repo ]]; then
   repo=$(realpath "$2")
   range=$3
   shift 3
-  while (($#)) && [[ $1 != */portdiff ]]; do
+  while (($#)) && ! [[ -f $1 && -x $1 ]]; do  # targets, up to the binary if one is given
     targets+=("$1")
     shift
   done
