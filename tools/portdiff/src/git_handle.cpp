@@ -3,6 +3,8 @@
 #include "error.h"
 
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace portdiff {
 
@@ -31,8 +33,29 @@ int check(int result, std::string_view what) {
 
 RepositoryPtr open_repository(const std::string& dir) {
   git_repository* raw = nullptr;
-  check(git_repository_open_ext(&raw, dir.c_str(), 0, nullptr),
-        "not a git repository: '" + dir + "'");
+  const int status = git_repository_open_ext(&raw, dir.c_str(), 0, nullptr);
+  if (status != 0) {
+    // A repository owned by another user (safe.directory): said as git says it
+    // (P44). libgit2 1.5 reports it as a missing `safe.directory` value, so the
+    // owner is read here, as git reads it: the repository directory's.
+    git_buf found = GIT_BUF_INIT;
+    std::string git_dir;
+    if (git_repository_discover(&found, dir.c_str(), 0, nullptr) == 0) git_dir = found.ptr;
+    git_buf_dispose(&found);
+    struct stat info{};
+    if (!git_dir.empty() && ::stat(git_dir.c_str(), &info) == 0 && info.st_uid != ::geteuid()) {
+      std::string top = git_dir;  // the work tree, or the bare repository
+      if (top.size() > 6 && top.compare(top.size() - 6, 6, "/.git/") == 0)
+        top.resize(top.size() - 6);
+      else if (top.size() > 1 && top.back() == '/')
+        top.pop_back();
+      throw Error("detected dubious ownership in repository at '" + top +
+                  "' (owned by another user); to add an exception for this directory, call: "
+                  "git config --global --add safe.directory " +
+                  top);
+    }
+  }
+  check(status, "not a git repository: '" + dir + "'");
   return RepositoryPtr(raw);
 }
 

@@ -134,18 +134,23 @@ TEST(Audit, EveryCommitOfTheRangeAgreesWithGitCherry) {
   const json pair_report = json::parse(pair.out);
   json differing = json::array();
   for (const json& file : pair_report["files"])
-    differing.push_back(
-        {{"path", file["path"]}, {"class", file["class"]}, {"difference", file["difference"]}});
+    differing.push_back({{"path", file["path"]},
+                         {"path_quoted", file["path_quoted"]},
+                         {"class", file["class"]},
+                         {"difference", file["difference"]}});
   EXPECT_EQ(hand["files"], differing);
   const json& hint = cell_of(audit, r.fixes[3], 0);
   EXPECT_EQ(hint["status"], "hint");
   EXPECT_EQ(hint["port"], r.hint);
   EXPECT_EQ(hint["hint"], true);
   EXPECT_EQ(hint["files"], json::array());
-  EXPECT_EQ(audit["targets"][0]["no_source"],
-            json::parse("[{\"commit\": \"" + r.hint + "\", \"subject\": \"[1.x] fix i (#7)\", " +
-                        "\"hint_of\": \"" + r.fixes[3] + "\"}, {\"commit\": \"" + r.own1 +
-                        "\", \"subject\": \"release-1 only\", \"hint_of\": null}]"));
+  EXPECT_EQ(
+      audit["targets"][0]["no_source"],
+      json::parse(
+          "[{\"commit\": \"" + r.hint + "\", \"subject\": \"[1.x] fix i (#7)\", " +
+          "\"hint_of\": \"" + r.fixes[3] + "\", \"unresolved_marks\": []}, {\"commit\": \"" +
+          r.own1 +
+          "\", \"subject\": \"release-1 only\", \"hint_of\": null, \"unresolved_marks\": []}]"));
   EXPECT_EQ(audit["targets"][1]["no_source"][0]["commit"], r.own2);
 }
 
@@ -306,6 +311,26 @@ TEST(Audit, ARangeOfMergesOnlyIsAnError) {
   EXPECT_EQ(run.err, "portdiff: no commit to audit in source '" + range +
                          "': its 1 commit is a merge, and merges are not audited (as git "
                          "cherry skips them)\n");
+}
+
+TEST(Audit, AnEquivalentPortThatDiffersInWhitespaceSaysWhyGitCallsItEquivalent) {
+  TempRepo repo;
+  repo.apply({{"f.py", "a\nb\nc\n"}});
+  repo.commit("base");
+  repo.git("tag base");
+  repo.git("branch release");
+  repo.apply({{"f.py", "a\nx = 2**32\nc\n"}});
+  const std::string fix = repo.commit("bits");
+  repo.git("checkout -q release");
+  repo.apply({{"f.py", "a\nx = 2 ** 32\nc\n"}});
+  const std::string port = repo.commit("bits (formatted)");
+  ASSERT_EQ(git_cherry(repo, "release", "main", "base").at(fix), '-');  // git: equivalent
+  const CommandResult run = run_portdiff(
+      {"--repo", repo.dir(), "audit", "base..main", "--onto", "release", "--format", "text"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "different " + port.substr(0, 12) +
+                                    " (equal patch-id: git's ignores whitespace): f.py (lines)"))
+      << run.out;
 }
 
 }  // namespace

@@ -261,12 +261,16 @@ TEST(CasesP10toP24, P14FindMatchesByTheReportsRuleAndHintsBySubject) {
   EXPECT_EQ(report_json(repo, {fix, drifted})["totals"]["identical"], 1);
 
   const json found = find_json(repo, fix, "release-*");
-  EXPECT_EQ(branch_of(found, "release-1")["ports"],
-            json::parse("[{\"commit\": \"" + drifted +
-                        "\", \"found_by\": [\"changed-lines\"], \"hint\": false}]"));
-  EXPECT_EQ(branch_of(found, "release-2")["ports"],
-            json::parse("[{\"commit\": \"" + by_hand +
-                        "\", \"found_by\": [\"same-subject\"], \"hint\": true}]"));
+  EXPECT_EQ(
+      branch_of(found, "release-1")["ports"],
+      json::parse(
+          "[{\"commit\": \"" + drifted +
+          "\", \"found_by\": [\"changed-lines\"], \"hint\": false, \"unresolved_marks\": []}]"));
+  EXPECT_EQ(
+      branch_of(found, "release-2")["ports"],
+      json::parse(
+          "[{\"commit\": \"" + by_hand +
+          "\", \"found_by\": [\"same-subject\"], \"hint\": true, \"unresolved_marks\": []}]"));
   const CommandResult text = run_portdiff(
       {"--repo", repo.dir(), "find", fix, "--branches", "release-*", "--format", "text"});
   EXPECT_TRUE(contains(text.out, "release-1  " + drifted.substr(0, 12) + "  changed lines\n"))

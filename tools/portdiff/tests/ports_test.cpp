@@ -166,12 +166,11 @@ TEST(Ports, FindByTrailerOrStablePatchId) {
   EXPECT_EQ(found["branches"][0]["ports"],
             json::parse("[{\"commit\": \"" + r.port1 +
                         "\", \"found_by\": [\"patch-id\", \"changed-lines\", \"same-subject\"], "
-                        "\"hint\": false}]"));
-  EXPECT_EQ(
-      found["branches"][1]["ports"],
-      json::parse(
-          "[{\"commit\": \"" + r.port2 +
-          "\", \"found_by\": [\"cherry-pick-trailer\", \"same-subject\"], \"hint\": false}]"));
+                        "\"hint\": false, \"unresolved_marks\": []}]"));
+  EXPECT_EQ(found["branches"][1]["ports"],
+            json::parse("[{\"commit\": \"" + r.port2 +
+                        "\", \"found_by\": [\"cherry-pick-trailer\", \"same-subject\"], \"hint\": "
+                        "false, \"unresolved_marks\": []}]"));
   EXPECT_EQ(found["branches"][2]["ports"], json::array());
   EXPECT_FALSE(found.contains("report"));
 
@@ -236,7 +235,7 @@ TEST(Ports, FindReportDataAgreesWithGit) {
     const portdiff::Port& port = branch.ports.front();
     EXPECT_EQ(portdiff::to_hex(port.commit), tips[b]);
     EXPECT_EQ(port.by_patch_id, patch_id(repo, tips[b]) == patch_id(repo, r.fix)) << branch.branch;
-    EXPECT_EQ(port.by_trailer,
+    EXPECT_EQ(port.marks == static_cast<unsigned>(portdiff::MarkKind::cherry_pick),
               repo.git("log -1 --format=%B " + tips[b]).find(trailer) != std::string::npos)
         << branch.branch;
     EXPECT_TRUE(port.by_subject) << branch.branch;

@@ -4,6 +4,12 @@
 #include "options.h"
 #include "ranges/range.h"
 
+#include <git2.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
 namespace portdiff {
 
 /*
@@ -28,6 +34,14 @@ struct DiffSettings final {
   static constexpr int context_lines = 0;
 };
 
-DiffPtr diff_range(git_repository* repo, const ResolvedRange& range, const Options& options);
+/// With `paths` (every path the range changes, both sides of a rename), only those
+/// are diffed: the same diff, without walking the rest of the trees.
+DiffPtr diff_range(git_repository* repo, const ResolvedRange& range, const Options& options,
+                   const std::set<std::string>* paths = nullptr);
+
+/// Limits `options` to exactly `paths` (no globs); `storage` holds the pointers
+/// libgit2 reads, into `paths`' strings, and must outlive the diff call.
+void limit_to_paths(git_diff_options& options, const std::set<std::string>& paths,
+                    std::vector<char*>& storage);
 
 }  // namespace portdiff

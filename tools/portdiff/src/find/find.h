@@ -1,6 +1,7 @@
 #pragma once
 
 #include "git_handle.h"
+#include "match/matcher.h"
 #include "options.h"
 
 #include <git2.h>
@@ -15,32 +16,18 @@ namespace portdiff {
  * branches, local or remote-tracking (`origin/release-*`). COMMIT's patch is against its
  * first parent, so a merge reads as `git cherry-pick -m1` would apply it. A commit
  * reachable from a branch and not from COMMIT (COMMIT's own history never counts;
- * merges are never ports) is a port when any of these holds, each recorded:
- *   - its message carries "(cherry picked from commit <sha>)" naming COMMIT
- *     (`git cherry-pick -x`, conflict or not);
- *   - its stable patch-id equals COMMIT's (`git patch-id --stable`: a clean
- *     cherry-pick without -x);
- *   - the report's own rule finds every file identical (the changed lines only,
- *     no context: a port onto a drifted baseline);
- *   - its subject is COMMIT's (a hint only: a port resolved by hand).
- * A branch that contains COMMIT says so. A port that several matched branches
- * contain is listed on the one it was made on (first-parent line, then the trunk,
- * then version order), and as inherited on the others, so one commit is compared
- * once; a local branch and the remote-tracking branch it tracks, at the same
- * commit, are one row.
+ * merges are never ports) is a port when the port matcher says so (matcher.h:
+ * marks, then the patch, then the subject as a hint), every rule that holds
+ * recorded. A branch that contains COMMIT says so. A port that several matched
+ * branches contain is listed on the one it was made on (first-parent line, then
+ * the trunk, then version order), and as inherited on the others, so one commit
+ * is compared once; a local branch and the remote-tracking branch it tracks, at
+ * the same commit, are one row.
  * In a shallow clone the walk searches the history that is there and stops at the
  * boundary commits (.git/shallow), which it records, per branch too (case P26).
+ * It runs as named steps (find.cpp): resolve COMMIT → the branches → walk them →
+ * match each walked commit → list each branch → give each port its home.
  */
-struct Port final {
-  git_oid commit{};
-  bool by_trailer = false;
-  bool by_patch_id = false;
-  bool by_changed_lines = false;
-  bool by_subject = false;
-  /// Anything but the subject: the commit is a port, not just a likely one.
-  bool evidence() const { return by_trailer || by_patch_id || by_changed_lines; }
-};
-
 struct InheritedPort final {
   git_oid commit{};
   std::string from;  // the branch that lists it as its port
@@ -68,6 +55,8 @@ struct FindResult final {
   /// history before them is not here, and their own patches cannot be taken (their
   /// parents are missing), so they are walked through but never ports.
   std::vector<git_oid> history_ends;
+  /// COMMIT's marks that name no commit in the repository (Note [Port marks]).
+  std::vector<CommitMark> unresolved;
   /// Whether the search was cut short: a branch's history ends at a shallow boundary.
   bool cut() const { return !history_ends.empty(); }
 };
@@ -76,9 +65,9 @@ struct FindResult final {
 /// branch matches the globs.
 FindResult find_ports(git_repository* repo, const Options& options);
 
-/// The port --report compares on `branch`: its newest port with evidence, else —
-/// only with `hints` (--hints) — its newest same-subject hint; none (nullptr) on a
-/// branch that contains COMMIT or has nothing to compare.
+/// The port --report compares on `branch`: choose_port() of its ports (the best
+/// rule, then the newest; a same-subject hint only with `hints`, --hints); none
+/// (nullptr) on a branch that contains COMMIT or has nothing to compare.
 const Port* compared_port(const BranchPorts& branch, bool hints);
 
 /// Sets `options` to compare COMMIT with compared_port() of each branch, labelled

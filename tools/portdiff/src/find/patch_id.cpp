@@ -1,6 +1,7 @@
 #include "find/patch_id.h"
 
 #include "diff/content.h"
+#include "diff/side_diff.h"
 #include "error.h"
 
 #include <openssl/err.h>
@@ -117,7 +118,7 @@ void hunk_counts(std::string_view line, long& before, long& after) {
 
 }  // namespace
 
-DiffPtr show_diff(git_repository* repo, git_commit* commit) {
+DiffPtr show_diff(git_repository* repo, git_commit* commit, const std::set<std::string>* paths) {
   git_commit* parent_raw = nullptr;
   check(git_commit_parent(&parent_raw, commit, 0),
         "reading the parent of " + to_hex(*git_commit_id(commit)));
@@ -130,6 +131,13 @@ DiffPtr show_diff(git_repository* repo, git_commit* commit) {
   git_diff_options options;
   check(git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION), "diff options");
   options.flags |= GIT_DIFF_INDENT_HEURISTIC;  // diff.indentHeuristic, on in git show
+  std::vector<char*> exact;                    // not owned: the strings of `paths`
+  if (paths != nullptr) {
+    for (const std::string& path : *paths) exact.push_back(const_cast<char*>(path.c_str()));
+    options.pathspec.strings = exact.data();
+    options.pathspec.count = exact.size();
+    options.flags |= GIT_DIFF_DISABLE_PATHSPEC_MATCH;  // exact paths, no globs
+  }
   git_diff* raw = nullptr;
   check(git_diff_tree_to_tree(&raw, repo, old_tree.get(), new_tree.get(), &options),
         "diffing " + to_hex(*git_commit_id(commit)));

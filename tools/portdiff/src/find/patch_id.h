@@ -5,7 +5,10 @@
 
 #include <git2.h>
 
+#include <set>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace portdiff {
 
@@ -23,8 +26,11 @@ namespace portdiff {
  * more candidates than the rename limit — the patch-ids differ (README).
  */
 
-/// The commit's diff against its first parent: tree to tree, renames found.
-DiffPtr show_diff(git_repository* repo, git_commit* commit);
+/// The commit's diff against its first parent: tree to tree, renames found. With
+/// `paths` (every path the commit changes, both sides of a rename), only those are
+/// diffed: the same diff, without walking the rest of the trees.
+DiffPtr show_diff(git_repository* repo, git_commit* commit,
+                  const std::set<std::string>* paths = nullptr);
 
 /// git's similarity score of two blobs in percent, as `similarity index N%` prints it.
 int git_similarity(git_repository* repo, const git_oid& old_blob, const git_oid& new_blob);

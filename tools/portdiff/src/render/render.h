@@ -34,8 +34,18 @@ const char* effect_name(PatchEffect effect);                // "added", "changed
 /// "1 file", "2 files": a count and its noun, singular or plural.
 std::string plural(std::size_t n, const std::string& noun);
 
-/// Columns a UTF-8 string takes in a terminal, counting one per code point.
+/// Columns a UTF-8 string takes in a terminal: two for a wide or fullwidth
+/// character (East Asian Width W or F: CJK, emoji), none for a combining mark,
+/// a zero-width joiner or a variation selector, one for any other code point
+/// (case P45; the tests check it against Python's unicodedata).
 std::size_t display_width(const std::string& text);
+
+/// The longest prefix of `text` that takes at most `width` columns, cut between
+/// code points (never inside a UTF-8 sequence).
+std::string cut_to_width(const std::string& text, std::size_t width);
+
+/// Code points in a UTF-8 string (each invalid byte counts one).
+std::size_t character_count(const std::string& text);
 
 /// A git file mode as git prints it: "100644".
 std::string octal_mode(std::uint32_t mode);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 namespace portdiff {
 
@@ -76,10 +77,95 @@ std::string plural(std::size_t n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
+namespace {
+
+/// The code point at `at` and its length in bytes; an invalid byte reads as itself.
+std::pair<char32_t, std::size_t> decode(const std::string& text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  const std::size_t length = lead < 0x80           ? 1
+                             : (lead >> 5) == 0x6  ? 2
+                             : (lead >> 4) == 0xE  ? 3
+                             : (lead >> 3) == 0x1E ? 4
+                                                   : 0;
+  if (length == 0 || at + length > text.size()) return {lead, 1};
+  char32_t point = length == 1 ? lead : lead & (0x7F >> length);
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(at + i) & 0xC0) != 0x80) return {lead, 1};
+    point = (point << 6) | (byte(at + i) & 0x3F);
+  }
+  return {point, length};
+}
+
+/// Columns one code point takes (Unicode 15's East Asian Width W and F, roughly
+/// as wcwidth has them; combining marks and joiners take none).
+std::size_t columns(char32_t c) {
+  if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x200B && c <= 0x200F) || c == 0x2060 ||
+      (c >= 0xFE00 && c <= 0xFE0F) || (c >= 0xE0100 && c <= 0xE01EF))
+    return 0;
+  const bool wide =
+      (c >= 0x1100 && c <= 0x115F) || (c >= 0x231A && c <= 0x231B) ||
+      (c >= 0x2329 && c <= 0x232A) || (c >= 0x23E9 && c <= 0x23EC) || c == 0x23F0 || c == 0x23F3 ||
+      (c >= 0x25FD && c <= 0x25FE) || (c >= 0x2614 && c <= 0x2615) ||
+      (c >= 0x2648 && c <= 0x2653) || c == 0x267F || c == 0x2693 || c == 0x26A1 ||
+      (c >= 0x26AA && c <= 0x26AB) || (c >= 0x26BD && c <= 0x26BE) ||
+      (c >= 0x26C4 && c <= 0x26C5) || c == 0x26CE || c == 0x26D4 || c == 0x26EA ||
+      (c >= 0x26F2 && c <= 0x26F3) || c == 0x26F5 || c == 0x26FA || c == 0x26FD || c == 0x2705 ||
+      (c >= 0x270A && c <= 0x270B) || c == 0x2728 || c == 0x274C || c == 0x274E ||
+      (c >= 0x2753 && c <= 0x2755) || c == 0x2757 || (c >= 0x2795 && c <= 0x2797) || c == 0x27B0 ||
+      c == 0x27BF || (c >= 0x2B1B && c <= 0x2B1C) || c == 0x2B50 || c == 0x2B55 ||
+      (c >= 0x2E80 && c <= 0x303E) || (c >= 0x3041 && c <= 0x33FF) ||
+      (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
+      (c >= 0xA000 && c <= 0xA4CF) || (c >= 0xA960 && c <= 0xA97F) ||
+      (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
+      (c >= 0xFE10 && c <= 0xFE19) || (c >= 0xFE30 && c <= 0xFE6F) ||
+      (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) ||
+      (c >= 0x16FE0 && c <= 0x18CFF) || (c >= 0x1B000 && c <= 0x1B2FF) || c == 0x1F004 ||
+      c == 0x1F0CF || c == 0x1F18E || (c >= 0x1F191 && c <= 0x1F19A) ||
+      (c >= 0x1F200 && c <= 0x1F2FF) || (c >= 0x1F300 && c <= 0x1F320) ||
+      (c >= 0x1F32D && c <= 0x1F335) || (c >= 0x1F337 && c <= 0x1F37C) ||
+      (c >= 0x1F37E && c <= 0x1F393) || (c >= 0x1F3A0 && c <= 0x1F3CA) ||
+      (c >= 0x1F3CF && c <= 0x1F3D3) || (c >= 0x1F3E0 && c <= 0x1F3F0) || c == 0x1F3F4 ||
+      (c >= 0x1F3F8 && c <= 0x1F43E) || c == 0x1F440 || (c >= 0x1F442 && c <= 0x1F4FC) ||
+      (c >= 0x1F4FF && c <= 0x1F53D) || (c >= 0x1F54B && c <= 0x1F54E) ||
+      (c >= 0x1F550 && c <= 0x1F567) || c == 0x1F57A || (c >= 0x1F595 && c <= 0x1F596) ||
+      c == 0x1F5A4 || (c >= 0x1F5FB && c <= 0x1F64F) || (c >= 0x1F680 && c <= 0x1F6C5) ||
+      c == 0x1F6CC || (c >= 0x1F6D0 && c <= 0x1F6D2) || (c >= 0x1F6D5 && c <= 0x1F6D7) ||
+      (c >= 0x1F6DC && c <= 0x1F6DF) || (c >= 0x1F6EB && c <= 0x1F6EC) ||
+      (c >= 0x1F6F4 && c <= 0x1F6FC) || (c >= 0x1F7E0 && c <= 0x1F7EB) || c == 0x1F7F0 ||
+      (c >= 0x1F90C && c <= 0x1F93A) || (c >= 0x1F93C && c <= 0x1F945) ||
+      (c >= 0x1F947 && c <= 0x1F9FF) || (c >= 0x1FA70 && c <= 0x1FAFF) ||
+      (c >= 0x20000 && c <= 0x2FFFD) || (c >= 0x30000 && c <= 0x3FFFD);
+  return wide ? 2 : 1;
+}
+
+}  // namespace
+
 std::size_t display_width(const std::string& text) {
   std::size_t width = 0;
-  for (unsigned char c : text) width += (c & 0xC0) != 0x80;  // continuation bytes add nothing
+  for (std::size_t at = 0; at < text.size();) {
+    const auto [point, length] = decode(text, at);
+    width += columns(point);
+    at += length;
+  }
   return width;
+}
+
+std::string cut_to_width(const std::string& text, std::size_t width) {
+  std::size_t used = 0, at = 0;
+  while (at < text.size()) {
+    const auto [point, length] = decode(text, at);
+    if (used + columns(point) > width) break;
+    used += columns(point);
+    at += length;
+  }
+  return text.substr(0, at);
+}
+
+std::size_t character_count(const std::string& text) {
+  std::size_t count = 0;
+  for (std::size_t at = 0; at < text.size(); ++count) at += decode(text, at).second;
+  return count;
 }
 
 const char* kind_name(ChangeKind kind) {
@@ -287,7 +373,7 @@ std::string verdict_line(const Report& report) {
 std::string with_size_note(const std::string& markdown, bool brief) {
   // GitHub, the largest host, cuts pull request descriptions at 65,536 characters.
   constexpr std::size_t limit = 65536;
-  const std::size_t size = display_width(markdown);
+  const std::size_t size = character_count(markdown);
   if (size <= limit) return markdown;
   std::string digits = std::to_string(size);
   for (std::size_t at = digits.size(); at > 3; at -= 3) digits.insert(at - 3, ",");

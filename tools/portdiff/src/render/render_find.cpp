@@ -4,6 +4,7 @@
 #include "render/markdown_text.h"
 #include "render/matrix.h"
 #include "render/quote.h"
+#include "render/render.h"
 #include "render/render_json.h"
 #include "render/render_reports.h"
 
@@ -50,9 +51,12 @@ std::vector<ListingLine> branch_lines(const BranchPorts& branch, bool full_ids,
   std::vector<ListingLine> lines;
   const auto id = [&](const git_oid& oid) { return full_ids ? to_hex(oid) : short_hex(oid); };
   if (branch.contains_commit) lines.push_back({"contains the commit", false, ""});
-  for (const Port& port : branch.ports)
-    lines.push_back(
-        {id(port.commit), true, joined(found_by(port, false)) + hint_note(port, branch, options)});
+  for (const Port& port : branch.ports) {
+    const std::string unresolved = unresolved_words(port.unresolved);
+    lines.push_back({id(port.commit), true,
+                     joined(found_by(port, false)) + hint_note(port, branch, options) +
+                         (unresolved.empty() ? "" : "; its " + unresolved)});
+  }
   for (const InheritedPort& port : branch.inherited)
     lines.push_back({id(port.commit), true, "inherited (listed on " + port.from + ")"});
   if (lines.empty()) lines.push_back({"no port", false, ""});
@@ -87,6 +91,8 @@ std::string markdown_listing(const FindResult& found, const Options& options) {
       << "\n\n";
   if (!merge_note(found).empty()) out << md_text(merge_note(found)) << ".\n\n";
   if (found.cut()) out << "**" << md_text(shallow_note(found)) << ".**\n\n";
+  if (!found.unresolved.empty())
+    out << "Its " << md_text(unresolved_words(found.unresolved)) << ": that rule fell through.\n\n";
   out << "| branch | port | found by |\n|---|---|---|\n";
   for (const BranchPorts& branch : found.branches)
     for (const ListingLine& line : branch_lines(branch, true, options))
@@ -96,6 +102,8 @@ std::string markdown_listing(const FindResult& found, const Options& options) {
   return out.str();
 }
 
+bool contains_hint(const std::string& how) { return how.find("(hint)") != std::string::npos; }
+
 std::string text_listing(const FindResult& found, const Options& options) {
   std::ostringstream out;
   out << "commit    " << to_hex(found.commit) << "  " << quote(found.subject) << "\n";
@@ -104,16 +112,34 @@ std::string text_listing(const FindResult& found, const Options& options) {
       << (found.has_patch_id ? to_hex(found.patch_id) : "none (the commit changes nothing)")
       << "\n";
   if (found.cut()) out << "          " << shallow_note(found) << "\n";
+  if (!found.unresolved.empty())
+    out << "          its " << unresolved_words(found.unresolved) << ": that rule fell through\n";
   std::size_t width = 6;
   for (const BranchPorts& branch : found.branches)
-    width = std::max(width, quote(branch_title(branch)).size());
+    width = std::max(width, display_width(quote(branch_title(branch))));
+  const bool color = options.color == Color::always;
   for (const BranchPorts& branch : found.branches) {
     const std::string name = quote(branch_title(branch));
-    const std::string padded = name + std::string(width + 2 - name.size(), ' ');
-    for (const ListingLine& line : branch_lines(branch, false, options))
-      out << padded << line.what << (line.how.empty() ? "" : "  " + line.how) << "\n";
+    const std::string padded = name + std::string(width + 2 - display_width(name), ' ');
+    for (const ListingLine& line : branch_lines(branch, false, options)) {
+      // Ports with evidence green, hints yellow, no port red (P46: --color is honoured).
+      const char* paint = !color                                      ? ""
+                          : line.what == "no port"                    ? "\033[31m"
+                          : line.is_commit && contains_hint(line.how) ? "\033[33m"
+                          : line.is_commit                            ? "\033[32m"
+                                                                      : "";
+      out << padded << paint << line.what << (paint[0] == '\0' ? "" : "\033[0m")
+          << (line.how.empty() ? "" : "  " + line.how) << "\n";
+    }
   }
   return out.str();
+}
+
+json unresolved_json(const std::vector<CommitMark>& marks) {
+  json list = json::array();
+  for (const auto& [mark, names] : unresolved_pairs(marks))
+    list.push_back({{"mark", mark}, {"names", names}});
+  return list;
 }
 
 json hex_list(const std::vector<git_oid>& ids) {
@@ -132,6 +158,7 @@ std::string json_document(const FindReport& report, const Options& options) {
       entry["commit"] = to_hex(port.commit);
       entry["found_by"] = found_by(port, true);
       entry["hint"] = !port.evidence();  // only the subject matched
+      entry["unresolved_marks"] = unresolved_json(port.unresolved);
       ports.push_back(std::move(entry));
     }
     json inherited = json::array();
@@ -156,6 +183,7 @@ std::string json_document(const FindReport& report, const Options& options) {
   document["subject"] = found.subject;
   document["parents"] = found.parents;
   document["patch_id"] = found.has_patch_id ? json(to_hex(found.patch_id)) : json(nullptr);
+  document["unresolved_marks"] = unresolved_json(found.unresolved);
   document["branches"] = std::move(branches);
   document["complete"] = !found.cut();
   document["history_ends"] = hex_list(found.history_ends);
@@ -186,7 +214,8 @@ std::string json_document(const FindReport& report, const Options& options) {
 /// How a port was found, strongest evidence first; `json` gives the JSON names.
 std::vector<std::string> found_by(const Port& port, bool json_names) {
   std::vector<std::string> how;
-  if (port.by_trailer) how.push_back(json_names ? "cherry-pick-trailer" : "cherry-pick trailer");
+  for (MarkKind kind : kAllMarks)
+    if ((port.marks & static_cast<unsigned>(kind)) != 0) how.push_back(mark_name(kind, json_names));
   if (port.by_patch_id) how.push_back("patch-id");
   if (port.by_changed_lines) how.push_back(json_names ? "changed-lines" : "changed lines");
   if (port.by_subject)
@@ -194,6 +223,22 @@ std::vector<std::string> found_by(const Port& port, bool json_names) {
                   : port.evidence() ? "same subject"
                                     : "same subject (hint)");
   return how;
+}
+
+std::string unresolved_words(const std::vector<CommitMark>& marks) {
+  std::string words;
+  for (const CommitMark& mark : marks)
+    words += (words.empty() ? "" : ", ") + std::string(mark_name(mark.kind, false)) + " names " +
+             mark.hex.substr(0, 12);
+  return words.empty() ? ""
+                       : words + (marks.size() == 1 ? ", not" : ", none") + " in the repository";
+}
+
+std::vector<std::pair<std::string, std::string>> unresolved_pairs(
+    const std::vector<CommitMark>& marks) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const CommitMark& mark : marks) out.emplace_back(mark_name(mark.kind, true), mark.hex);
+  return out;
 }
 
 std::string render_find(const FindReport& report, const Options& options) {

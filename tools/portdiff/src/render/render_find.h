@@ -4,6 +4,7 @@
 #include "report.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace portdiff {
@@ -17,5 +18,13 @@ std::string render_find(const FindReport& report, const Options& options);
 /// How a port was found, strongest evidence first ("cherry-pick trailer", ...);
 /// `json_names` gives the JSON names ("cherry-pick-trailer", ...).
 std::vector<std::string> found_by(const Port& port, bool json_names);
+
+/// Marks that name no commit in the repository, in words: `cherry-pick trailer
+/// names 0a1b2c3d4e5f, not in the repository`; empty when there are none.
+std::string unresolved_words(const std::vector<CommitMark>& marks);
+
+/// The same for JSON: [{"mark": "cherry-pick-trailer", "names": hex as written}].
+std::vector<std::pair<std::string, std::string>> unresolved_pairs(
+    const std::vector<CommitMark>& marks);
 
 }  // namespace portdiff
