@@ -5,6 +5,8 @@ fresh inputs and counts where the call went (stats()["fast_path"]) and that it r
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 import torch._dynamo
@@ -419,3 +421,203 @@ def test_diffusers_adapters_fusing_and_attention_processors_against_eager():
         assert fast_calls() >= before + 1  # the second call at least: the new state is served
     assert set(through_dynamo()) == {"guards"}
     assert graphdispatch.stats()["fallbacks"] == {}
+
+
+# ---- found attacking the fast path: what stands between the call and forward ------------------
+
+
+class Lin(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def compiled_lin(model=None):
+    torch.manual_seed(0)
+    model = model if model is not None else Lin().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))
+    return model, compiled
+
+
+def test_a_call_override_between_the_call_and_forward_keeps_dynamo():
+    class Doubled(Lin):
+        @torch.compiler.disable(recursive=False)
+        def __call__(self, x):
+            return super().__call__(x * 2)
+
+    model, compiled = compiled_lin(Doubled().eval())
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 0
+
+
+def test_module_call_impl_patched_after_compile_goes_back_through_dynamo():
+    model, compiled = compiled_lin()
+    original = torch.nn.Module._call_impl
+
+    def scaled(self, *args, **kwargs):  # an instrumentation library's kind of patch
+        out = original(self, *args, **kwargs)
+        return out * 10 if type(self) is Lin else out
+
+    torch.nn.Module._call_impl = scaled
+    try:
+        with torch.no_grad():
+            check(compiled, model, torch.randn(4, 8))
+    finally:
+        torch.nn.Module._call_impl = original
+    assert through_dynamo() == {"forward_replaced": 1}
+
+
+def test_forward_code_swapped_in_place_goes_back_through_dynamo():
+    """What IPython's autoreload does to an edited method."""
+
+    class Swapped(Lin):
+        def forward(self, x):
+            return self.lin(x)
+
+    def edited(self, x):
+        return self.lin(x) * 3
+
+    model, compiled = compiled_lin(Swapped().eval())
+    original = Swapped.forward.__code__
+    Swapped.forward.__code__ = edited.__code__
+    try:
+        with torch.no_grad():
+            check(compiled, model, torch.randn(4, 8))
+    finally:
+        Swapped.forward.__code__ = original
+    assert through_dynamo() == {"forward_replaced": 1}
+
+
+class PositionalOnly(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x, /, *, scale=1.0, **extra):
+        return self.lin(x) * scale * extra.get("x", 1)
+
+
+def _wrapped_forward():
+    import functools
+
+    def inner(self, x, k):
+        return self.lin(x) * k
+
+    @functools.wraps(inner)
+    def forward(self, *args, **kwargs):
+        return inner(self, *args, **kwargs)
+
+    forward.__signature__ = inspect.signature(inner)  # what the call binds is not this
+    return forward
+
+
+class Signed(torch.nn.Module):
+    forward = _wrapped_forward()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+
+@pytest.mark.parametrize(
+    "model_kind, kwargs",
+    [
+        (PositionalOnly, {"x": 2}),  # a keyword named like a positional-only parameter
+        (PositionalOnly, {"scale": 0.5}),
+        (Signed, {"k": 2}),  # a forward carrying a __signature__ of another function
+    ],
+)
+def test_the_arguments_bind_as_the_frame_binds_them(model_kind, kwargs):
+    torch.manual_seed(0)
+    model = model_kind().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        for _ in range(3):
+            check(compiled, model, torch.randn(4, 8), **kwargs)
+    assert fast_calls() == 2
+
+
+def test_closure_cells_named_like_anything_and_emptied():
+    def make():
+        _gd_cells = 2.0  # a closure variable named like the binder's own names
+
+        def forward(self, x):
+            return self.lin(x) * _gd_cells
+
+        def empty():
+            nonlocal _gd_cells
+            del _gd_cells
+
+        return forward, empty
+
+    forward, empty = make()
+    cls = type("Closed", (Lin,), {"forward": forward})
+    torch.manual_seed(0)
+    model = cls().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))
+        empty()
+        with pytest.raises(NameError):
+            model(torch.randn(4, 8))
+        with pytest.raises(NameError):
+            compiled(torch.randn(4, 8))
+    assert fast_calls() == 1
+
+
+def test_regional_blocks_compiled_with_other_options_keep_theirs():
+    torch.manual_seed(0)
+    blocks = torch.nn.Sequential(*[Block() for _ in range(3)]).eval()
+    blocks[0].compile(backend="graphdispatch", options={"graph_only": True})
+    blocks[1].compile(backend="graphdispatch", options={"graph_only": True, "fast_path": False})
+    blocks[2].compile(backend="eager")
+    with torch.no_grad():
+        blocks(torch.randn(4, 8))
+    from graphdispatch._fast_path import fast_path_of
+
+    assert fast_path_of(blocks[0]) is not None
+    assert fast_path_of(blocks[1]) is None and fast_path_of(blocks[2]) is None
+
+
+def test_an_entry_dynamo_invalidated_is_not_run():
+    """A class the guards matched by identity dies: Dynamo invalidates the entry (its code
+    None); a new class at the same address must not pass the old check."""
+    import gc
+
+    class Neg:
+        pass
+
+    class Configured(Lin):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cfg = None
+
+        def forward(self, x):
+            y = self.lin(x)
+            return -y if isinstance(self.cfg, Neg) else y
+
+    model, compiled = compiled_lin(Configured().eval())
+    with torch.no_grad():
+        plain = type("A", (), {})
+        model.cfg = plain()
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))
+        dead = id(plain)
+        model.cfg = None
+        del plain
+        gc.collect()
+        for _ in range(5000):  # a new class at the dead one's address, where the heap allows
+            reborn = type("A", (Neg,), {})
+            if id(reborn) == dead:
+                break
+        model.cfg = reborn()
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))

@@ -14,9 +14,10 @@ object: each entry's guard manager (the check Dynamo would run) and its transfor
 form regional compilation uses) and, per call:
 
 1. sends the call through Dynamo when anything outside the guards' view could differ: the
-   module has hooks (its ``_call_impl`` would run them), ``forward`` was replaced, a stance
-   other than the default is set, a trace is running, or Dynamo's cache entries for
-   ``forward`` are not the ones armed (a recompile, ``torch._dynamo.reset()``);
+   module has hooks (its ``_call_impl`` would run them), ``forward`` (its code, its defaults)
+   or nn.Module's call path was replaced, a stance other than the default is set, a trace is
+   running, or Dynamo's cache entries for ``forward`` are not the ones armed (a recompile, an
+   entry invalidated, ``torch._dynamo.reset()``);
 2. binds the arguments to ``forward``'s parameters, as the frame's locals Dynamo's guards read;
 3. runs each cache entry's guard manager in Dynamo's order; the first that passes has its
    transformed bytecode called as a function, in the module's globals and closure;
@@ -48,9 +49,18 @@ import torch.nn.modules.module as _module
 NOT_ARMED = "not_armed"  # no cache entry yet, or a graph break (explain() says which)
 GUARDS = "guards"  # no entry's guards passed: Dynamo recompiles or runs another entry
 HOOKS = "hooks"  # module or global forward/backward hooks: _call_impl must run them
-# The frame Dynamo compiled is no longer the one called: forward or its defaults replaced.
+# The frame Dynamo compiled is no longer what a call reaches: forward, its code or defaults
+# replaced, or the module's __call__, _wrapped_call_impl or _call_impl no longer nn.Module's.
 FORWARD_REPLACED = "forward_replaced"
-STANCE = "stance"  # torch.compiler.set_stance(...) other than the default, or a trace running
+STANCE = "stance"  # torch.compiler.set_stance(...) other than the default
+COMPILING = "compiling"  # Dynamo is tracing in this process (its flag is not per thread)
+
+# nn.Module's own call path: the fast path stands for exactly these, hooks aside.
+_MODULE_CALL = (
+    torch.nn.Module.__call__,
+    torch.nn.Module._wrapped_call_impl,
+    torch.nn.Module._call_impl,
+)
 
 _COUNTS_LOCK = threading.Lock()
 _CALLS = 0
@@ -98,26 +108,44 @@ def _has_hooks(module: torch.nn.Module) -> bool:
 def _binder(func: types.FunctionType) -> Callable[..., dict[str, Any]]:
     """A function with ``func``'s parameters and defaults returning ``{name: value}``: the
     frame's locals as Dynamo's guards read them (the arguments, then ``func``'s closure
-    variables, read from their cells at each call), bound by the interpreter (inspect's
-    ``Signature.bind`` costs ten times as much)."""
-    signature = inspect.signature(func, follow_wrapped=False)
-    params, names, kind_seen = [], [], None
-    for p in signature.parameters.values():
-        if p.kind == p.KEYWORD_ONLY and kind_seen not in (p.VAR_POSITIONAL, p.KEYWORD_ONLY):
-            params.append("*")
-        if p.kind == p.POSITIONAL_OR_KEYWORD and kind_seen == p.POSITIONAL_ONLY:
-            params.append("/")
-        prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
-        params.append(prefix + p.name)
-        names.append(p.name)
-        kind_seen = p.kind
-    if kind_seen == inspect.Parameter.POSITIONAL_ONLY:
-        params.append("/")
-    items = [f"{n!r}: {n}" for n in names]
-    items += [f"{n!r}: _cells[{k}].cell_contents" for k, n in enumerate(func.__code__.co_freevars)]
-    scope: dict[str, Any] = {"_cells": func.__closure__}
-    body = ", ".join(items)
-    exec(f"def bind({', '.join(params)}):\n    return {{{body}}}\n", scope)  # noqa: S102
+    variables that are not empty, read from their cells at each call), bound by the
+    interpreter (inspect's ``Signature.bind`` costs ten times as much). Built from the code
+    object, which is what the frame binds (a ``__signature__`` may say otherwise)."""
+    code = func.__code__
+    names = code.co_varnames
+    positional = code.co_argcount
+    keyword_only = code.co_kwonlyargcount
+    params = list(names[:positional])
+    if code.co_posonlyargcount:
+        params.insert(code.co_posonlyargcount, "/")
+    end = positional + keyword_only
+    if code.co_flags & inspect.CO_VARARGS:
+        params.append("*" + names[end])
+        end += 1
+    elif keyword_only:
+        params.append("*")
+    params += names[positional : positional + keyword_only]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        params.append("**" + names[end])
+        end += 1
+    bound = names[:end]
+    # Names of the binder's own that no parameter can shadow.
+    own = "_gd_"
+    while any(n.startswith(own) for n in names):
+        own += "_"
+    items = ", ".join(f"{n!r}: {n}" for n in bound)
+    source = (
+        f"def bind({', '.join(params)}):\n"
+        f"    {own}locals = {{{items}}}\n"
+        f"    for {own}name, {own}cell in {own}cells:\n"
+        f"        try:\n"
+        f"            {own}locals[{own}name] = {own}cell.cell_contents\n"
+        f"        except ValueError:  # an empty cell is not among the frame's locals\n"
+        f"            pass\n"
+        f"    return {own}locals\n"
+    )
+    scope: dict[str, Any] = {f"{own}cells": tuple(zip(code.co_freevars, func.__closure__ or ()))}
+    exec(source, scope)  # noqa: S102
     bind = scope["bind"]
     bind.__defaults__ = func.__defaults__
     bind.__kwdefaults__ = func.__kwdefaults__
@@ -134,8 +162,9 @@ class FastPath:
     ``slow``: the Dynamo-wrapped callable it replaces, called for every call the fast path does
     not take. ``module``: the module whose ``forward`` Dynamo compiled. ``backend``: the one
     Dynamo stores on the cache entries this compile makes. ``armed``: the cache entries it was
-    armed from, one (guard check, transformed forward) pair per entry of ours, and why it is
-    not armed ("" when it is), replaced whole so that threads read one consistent triple.
+    armed from and their codes (Dynamo sets an invalidated entry's code to None), one (guard
+    check, transformed forward) pair per entry of ours, and why it is not armed ("" when it
+    is), replaced whole so that threads read one consistent tuple.
     """
 
     def __init__(self, module: torch.nn.Module, slow: Callable, backend: Any) -> None:
@@ -151,62 +180,71 @@ class FastPath:
         # The binder and the transformed functions hold these: new ones are another forward.
         self.defaults = (self.func.__defaults__, self.func.__kwdefaults__)
         self.bind = _binder(self.func)
-        self.armed: tuple[list[Any], list[tuple[Callable, Callable]], str] = (
-            [],
-            [],
-            "no call has gone through Dynamo yet",
-        )
+        self.armed: tuple[Any, ...] = ([], [], [], "no call has gone through Dynamo yet")
 
-    def _arm(self, entries: list[Any]) -> tuple[list[Any], list[tuple[Callable, Callable]], str]:
-        """One (guard check, function) pair per cache entry of ours, or why not."""
-        func, fast = self.func, []
+    def _arm(self, entries: list[Any]) -> tuple[Any, ...]:
+        """The entries, their codes, one (guard check, function) pair per entry of ours, and
+        why there is none ("" when there are)."""
+        func, fast, codes = self.func, [], [e.code for e in entries]
         for entry in entries:
-            if entry.backend != self.backend:
-                continue  # another torch.compile of the same code (Dynamo skips it too)
+            if entry.code is None or entry.backend != self.backend:
+                continue  # invalidated, or another torch.compile's (Dynamo skips both)
             code = entry.code
             if _graph_break(code):
                 reason = (
                     "a graph break: Python runs between graphs, and only Dynamo compiles the"
                     " code after the break"
                 )
-                return entries, [], reason
+                return entries, codes, [], reason
             if code.co_freevars != func.__code__.co_freevars:
-                return entries, [], "Dynamo's code for forward has other closure variables"
+                return entries, codes, [], "Dynamo's code for forward has other closure variables"
             fn = types.FunctionType(
                 code, func.__globals__, func.__name__, func.__defaults__, func.__closure__
             )
             fn.__kwdefaults__ = func.__kwdefaults__
             fast.append((entry.guard_manager.check, fn))
-        return entries, fast, "" if fast else "Dynamo holds no compiled code for forward"
+        return entries, codes, fast, "" if fast else "Dynamo holds no compiled code for forward"
 
-    def _current(self) -> tuple[list[Any], list[tuple[Callable, Callable]], str]:
+    def _reaches_forward(self) -> bool:
+        """Whether a call reaches the frame Dynamo compiled through nn.Module's call path."""
+        cls, func = type(self.module), self.func
+        return (
+            cls.forward is func
+            and func.__code__ is self.code
+            and func.__defaults__ is self.defaults[0]
+            and func.__kwdefaults__ is self.defaults[1]
+            and "forward" not in self.module.__dict__
+            and (cls.__call__, cls._wrapped_call_impl, cls._call_impl) == _MODULE_CALL
+        )
+
+    def _current(self) -> tuple[Any, ...]:
         armed = self.armed
         entries = self.entries_of(self.code)
-        if entries != armed[0]:
+        # Dynamo invalidates an entry whose guarded object died (its code becomes None, its
+        # guards a DeletedGuardManager) without always reordering the list.
+        if entries != armed[0] or [e.code for e in entries] != armed[1]:
             armed = self.armed = self._arm(entries)
         return armed
 
     def state(self) -> str:
         """ "" when the next call can take the fast path, else why not (explain() prints it)."""
-        return self._current()[2]
+        return self._current()[3]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        module, func = self.module, self.func
-        if torch.compiler.is_compiling() or self.eval_frame._stance.stance != "default":
+        module = self.module
+        if torch.compiler.is_compiling():
+            _count_slow(COMPILING)
+            return self.slow(*args, **kwargs)
+        if self.eval_frame._stance.stance != "default":
             _count_slow(STANCE)
             return self.slow(*args, **kwargs)
-        if (
-            type(module).forward is not func
-            or "forward" in module.__dict__
-            or func.__defaults__ is not self.defaults[0]
-            or func.__kwdefaults__ is not self.defaults[1]
-        ):
+        if not self._reaches_forward():
             _count_slow(FORWARD_REPLACED)
             return self.slow(*args, **kwargs)
         if _has_hooks(module):
             _count_slow(HOOKS)
             return self.slow(*args, **kwargs)
-        fast = self._current()[1]
+        fast = self._current()[2]
         if fast:
             frame_locals = self.bind(module, *args, **kwargs)
             for check, fn in fast:
@@ -222,8 +260,9 @@ class FastPath:
 def _compiled_owners(frame: types.FrameType | None) -> list[tuple[torch.nn.Module, str]]:
     """The modules whose Dynamo-wrapped callable runs below ``frame``, with the attribute
     holding it: the ``OptimizedModule`` whose ``forward`` it is; or, for a module compiled in
-    place (``module.compile()``, as regional compilation compiles each repeated block), every
-    module so compiled under the outermost module being called. Dynamo compiles a block class's
+    place (``module.compile()``, as regional compilation compiles each repeated block), that
+    module first, then every module of its class so compiled under the outermost module
+    being called. Dynamo compiles a block class's
     ``forward`` once and serves the other blocks from that cache entry, without calling the
     backend again: they get their fast path here, with the first."""
     from torch._dynamo.eval_frame import OptimizedModule
@@ -241,22 +280,26 @@ def _compiled_owners(frame: types.FrameType | None) -> list[tuple[torch.nn.Modul
         frame = frame.f_back
     if compiled_in_place is None:
         return []
-    return [
+    siblings = [
         (m, "_compiled_call_impl")
         for m in outermost.modules()
-        if m._compiled_call_impl is not None and type(m) is type(compiled_in_place)
+        if m is not compiled_in_place
+        and m._compiled_call_impl is not None
+        and type(m) is type(compiled_in_place)
     ]
+    return [(compiled_in_place, "_compiled_call_impl"), *siblings]
 
 
 def install_for_caller() -> None:
     """Called by the backend while Dynamo compiles: puts a ``FastPath`` on the compiled modules
-    being called (``_compiled_owners``), once each. A compile not under a module call
-    (``torch.compile(fn)``) is left to Dynamo."""
+    being called (``_compiled_owners``) whose Dynamo context has this compile's backend, once
+    each. A compile not under a module call (``torch.compile(fn)``) is left to Dynamo."""
+    backend = None
     for owner, attr in _compiled_owners(sys._getframe(1)):
         slow = owner.__dict__.get(attr)
         module = owner._orig_mod if attr == "forward" else owner
-        # A lazy module's forward first initialises it; a forward that is no method (an
-        # instance attribute) is not the frame Dynamo compiled: both stay with Dynamo.
+        # A lazy module's forward first initialises it; a forward that is no Python function
+        # of the class (an instance attribute, a classmethod) is not the frame Dynamo compiled.
         if (
             slow is None
             or isinstance(slow, FastPath)
@@ -265,9 +308,15 @@ def install_for_caller() -> None:
             or not isinstance(type(module).forward, types.FunctionType)
         ):
             continue
-        backend = _backend_of(owner, slow)
-        if backend is not None:
-            setattr(owner, attr, FastPath(module, slow, backend))
+        # The first owner is the one being compiled; blocks compiled apart with other
+        # options or another backend keep their own.
+        own = _backend_of(owner, slow)
+        backend = own if backend is None else backend
+        if own is None or own != backend:
+            continue
+        fast = FastPath(module, slow, own)
+        if fast._reaches_forward():
+            setattr(owner, attr, fast)
 
 
 def _backend_of(owner: torch.nn.Module, slow: Callable) -> Any:
