@@ -43,6 +43,15 @@ namespace graphdispatch {
 // which inference mode turns off). Kernels do not depend on the mode, so the cache key leaves it
 // out and one entry serves calls in and out of inference mode (case C25).
 
+// Note [A replay that raises]
+// Eager's in-place writes before an op that raises stay written (`x.add_(1)`, then an index out
+// of range): a service that catches the error sees them. A replay that raises copies the
+// written buffers back to the caller's tensors before it rethrows, so the caller holds what the
+// steps before the raising one wrote (each buffer not yet written holds the caller's own values,
+// copied in): eager's state on graphs that replay the ops in order (the CPU graph, the
+// emulated graph; case C81). Inductor moves the writes of in-place ops to the end of its
+// compiled function, so on graph_with_compile a raising call writes nothing, as Inductor alone.
+
 // Note [Capture]
 // Entry::capture runs, in order, with the device's capture lock held (two captures at once
 // would record each other's kernels) and the thread marked as capturing (CaptureScope):
@@ -142,6 +151,9 @@ class Entry final {
  private:
   Entry() = default;
   void fill_buffers(const std::vector<c10::IValue>& inputs);
+  /// The copy-back after a replay, or after one that raised: written dynamic inputs copied to
+  /// the caller's tensors, written static inputs' versions bumped.
+  void hand_back_writes(const std::vector<c10::IValue>& inputs, const RunnerOptions& options);
   /// What the entry holds, once captured (see bytes()).
   std::int64_t count_bytes() const;
   /// Runs `fn` on the buffers (and the call's static inputs) and records which dynamic

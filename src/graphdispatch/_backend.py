@@ -279,7 +279,8 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     gm, example_inputs, route = record.gm, record.example_inputs, record.route
     # Numbers Dynamo passes as 0-d tensors reach the runner as numbers, keyed on their value
     # (case C70): Inductor specialises a plain number, so it keeps the tensor and gets it back.
-    numbers = host_numbers(gm, example_inputs)
+    # The cpp_wrapper graph's entry reads the tensor at replay: one entry for all values (C89).
+    numbers = [] if kind == "cpp_wrapper" else host_numbers(gm, example_inputs)
     # compile_fx's result is called as fn(*args), as Dynamo calls it; the `_boxed_call` it
     # carries is copied from the inner function and does not describe it.
     factory = None
