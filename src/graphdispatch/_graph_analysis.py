@@ -100,10 +100,10 @@ def graph_refusal(gm: torch.fx.GraphModule) -> tuple[str, torch.fx.Node] | None:
 
     from . import _C
 
-    enables_grad = any(
-        node.op == "call_function" and node.target in _SETS_GRAD and _enables(node)
-        for node in gm.graph.nodes
-    )
+    # A graph that starts with grad mode off and turns it on: its first switch is an enable
+    # (one that starts in grad mode and has a no_grad region is the runtime's requires_grad).
+    switches = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _SETS_GRAD]
+    enables_grad = bool(switches) and _enables(switches[0])
     for node in gm.graph.nodes:
         value = node.meta.get("example_value", node.meta.get("val"))
         if node.op == "placeholder" and isinstance(value, torch.Tensor) and value.is_nested:
