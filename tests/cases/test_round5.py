@@ -456,3 +456,40 @@ def test_c89_cpp_wrapper_reads_a_changing_number_at_replay():
     assert runners["fallbacks"] == {}
     assert runners["captures"] <= 2  # the first value (specialised) and the dynamic graph
     assert runners["entries"] <= 2
+
+
+# ---- C91: an op's own refusal during the out= trial --------------------------------------------
+
+
+def quantized_round_trip(x):
+    q = torch.quantize_per_tensor(x, 0.05, 3, torch.quint8)
+    return (q.dequantize() * 2,)
+
+
+def test_c91_a_quantized_op_replays_or_names_itself():
+    """The out= trial allocating a quantized result (empty_strided refuses quantized layouts)
+    is that overload's refusal: the op replays another way with eager's values, or a refused
+    capture names the op, never "empty_strided" (case C91)."""
+    r = runner(quantized_round_trip, [False])
+    for _ in range(3):
+        x = torch.randn(6)
+        assert torch.equal(r(x)[0], quantized_round_trip(x)[0])
+    reason = r.entry_reason(torch.randn(6))
+    if reason is not None:
+        assert "quantize_per_tensor" in reason[1] and "empty_strided" not in reason[1]
+
+
+def no_grad_region(x):
+    y = x * WEIGHT
+    with torch.no_grad():
+        z = y * 2
+    return y + z
+
+
+def test_c83_a_no_grad_region_in_a_grad_mode_call_is_still_requires_grad():
+    """A graph that starts in grad mode and switches it off inside is the runtime's
+    requires_grad fallback, with its advice, as before (case C83's rule starts from no_grad)."""
+    G = compiled(no_grad_region)
+    x = torch.randn(4)
+    assert_eager(G(x), no_grad_region(x))
+    assert fallbacks("requires_grad") == 1 and fallbacks("autograd_region") == 0
