@@ -493,3 +493,14 @@ def test_c83_a_no_grad_region_in_a_grad_mode_call_is_still_requires_grad():
     x = torch.randn(4)
     assert_eager(G(x), no_grad_region(x))
     assert fallbacks("requires_grad") == 1 and fallbacks("autograd_region") == 0
+
+
+def test_c82_results_filled_outside_the_dispatcher_stay_refused_under_deterministic_mode():
+    """The replayed fill is no write for the capture audit: a result a kernel fills in its own
+    loop (max_pool1d, case C57) is still refused, not replayed as the fill (found by the OpInfo
+    sweep under deterministic mode)."""
+    r = runner(lambda x: (torch.nn.functional.max_pool1d(x, 2),), [False])
+    with deterministic():
+        for _ in range(3):
+            x = torch.randn(2, 3, 8)
+            assert_eager(r(x), torch.nn.functional.max_pool1d(x, 2))

@@ -136,13 +136,9 @@ Classified classify(const std::vector<RecordedOp>& ops, bool deterministic_fill)
     auto& kind = c.kinds[i];
     if (origin == Origin::kAllocated && deterministic_fill && op.returns.size() == 1 &&
         op.returns[0].isTensor()) {
+      // Not a write for the audit: memory a kernel then fills outside the dispatcher (case
+      // C57) must still be refused, or the replay would hand out the fill.
       kind = Kind::kFill;
-      auto& u = c.uses.at(storage_of(op.returns[0].toTensor()));
-      u.written = true;
-      if (u.first_use == FirstUse::kNone) {
-        u.first_use = FirstUse::kWrite;
-        u.first_use_step = step;
-      }
       continue;
     } else if (origin == Origin::kAllocated) {
       kind = Kind::kSkip;  // fixed memory; what fills it is decided where it is placed
