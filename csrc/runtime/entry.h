@@ -65,9 +65,10 @@ namespace graphdispatch {
 //    and put back after, so the call's own replay writes them once (Note [Static inputs that
 //    are written]).
 // Whatever throws between capture_begin and capture_end is aborted (the stream no longer
-// captures), written static inputs and the RNG state are put back, and the runner caches a
-// negative entry (capture_failed): that call and later ones with the key run the callable on
-// the caller's tensors, counted, warned once, never retried per call. Interrupts propagate and
+// captures), written static inputs and the RNG state are put back, and the call runs the
+// callable on the caller's tensors, counted; where that succeeds the runner caches a negative
+// entry (capture_failed), warned once, never retried per call, and where it raises too the
+// failure was the call's (Note [Failed captures] in graph_runner.h). Interrupts propagate and
 // leave nothing cached (Interrupt in runner_options.h; case C32). Warmup and capture run on the
 // buffers, so a write to a dynamic input reaches the caller only by the copy-back after a
 // replay: once per call, as in eager (case C5). A call arriving while a capture is under way on
