@@ -28,10 +28,8 @@ def resolved(**options):
         (False, True, "auto", "graph_only"),  # the CPU graph for CPU inputs
         (True, False, "auto", "graph_with_compile"),  # Inductor's C++ entry, called from C++
         (True, False, "cpp_wrapper", "graph_with_compile"),
-        (False, True, "cpp_wrapper", "default"),  # it calls Inductor's output only
         (True, True, "cuda", "default"),
         (False, True, "cpu", "graph_only"),
-        (True, False, "cpu", "default"),  # Inductor's CPU kernels cannot be recorded
     ],
 )
 def test_route_matrix(with_compile, only, device_graph, expected):
@@ -50,15 +48,34 @@ def test_auto_picks_the_cpu_graph_never_emulated():
     route, kind, reason = choose_route(resolved(graph_with_compile=True), CPU_INPUTS)
     assert (route, kind) == ("graph_with_compile", "cpp_wrapper")
     assert "Inductor's C++ wrapper" in reason
-    # The CPU graph cannot record Inductor's kernels, nor the cpp_wrapper graph run an FX graph.
-    route, kind, reason = choose_route(
-        resolved(graph_with_compile=True, device_graph="cpu"), CPU_INPUTS
-    )
-    assert (route, kind) == ("default", None) and "not dispatcher ops" in reason
-    route, kind, reason = choose_route(
-        resolved(graph_only=True, device_graph="cpp_wrapper"), CPU_INPUTS
-    )
-    assert (route, kind) == ("default", None) and "graph_with_compile only" in reason
+
+
+@pytest.mark.parametrize(
+    "options, advice",
+    [
+        ({"graph_with_compile": True, "device_graph": "cpu"}, "device_graph='cpp_wrapper'"),
+        ({"graph_with_compile": True, "graph_only": True, "device_graph": "cpu"}, "graph_only"),
+        ({"mode": "reduce-overhead", "device_graph": "cpu"}, "device_graph='cpp_wrapper'"),
+        ({"graph_only": True, "device_graph": "cpp_wrapper"}, "graph_with_compile=True"),
+    ],
+)
+def test_c94_a_combination_that_cannot_give_its_route_is_an_error(options, advice):
+    """The CPU graph cannot record Inductor's kernels, nor the cpp_wrapper graph run an FX graph:
+    naming both is an error naming both options and what would work, raised by check_options
+    and by a compile (Dynamo wraps it), never a silent change to the default route (case C94)."""
+    options = dict(options)
+    mode = options.pop("mode", None)
+    flag = "graph_with_compile" if mode or options.get("graph_with_compile") else "graph_only"
+    with pytest.raises(ValueError) as error:
+        graphdispatch.check_options(options, mode=mode)
+    message = str(error.value)
+    assert f"{flag}=True" in message and f"device_graph={options['device_graph']!r}" in message
+    assert advice in message
+    graphdispatch.reset()
+    fn = torch.compile(lambda x: x + 1, backend=graphdispatch.Backend(mode, options))
+    with pytest.raises(Exception, match="cannot go together"):
+        fn(torch.randn(3))
+    assert graphdispatch.stats()["routes"] == {}
 
 
 def test_route_is_logged_and_counted(caplog):

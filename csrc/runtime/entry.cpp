@@ -263,12 +263,27 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
   try {
     graph_->replay();
   } catch (...) {
+    // Note [A replay that raises]: what the steps before the raising one wrote reaches the
+    // caller, as eager's in-place writes before the raising op do (case C81).
     replaying_ = nullptr;
+    hand_back_writes(inputs, options);
+    order_->end();
     throw;
   }
   replaying_ = nullptr;
   // Under mutex_, the only writer: no read-modify-write needed on the hot path.
   replays_.store(replays_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  hand_back_writes(inputs, options);
+  stats.replays.fetch_add(1, std::memory_order_relaxed);
+  stats.bytes_copied.fetch_add(bytes, std::memory_order_relaxed);
+  stats.copies_skipped.fetch_add(skipped, std::memory_order_relaxed);
+  auto outputs = outputs_.hand_out(inputs, options.safe_output_mode);
+  if (!options.safe_output_mode) outputs_.remember_handed_out(outputs);
+  order_->end();  // after the clones: they read the static outputs the next replay writes
+  return outputs;
+}
+
+void Entry::hand_back_writes(const std::vector<c10::IValue>& inputs, const RunnerOptions& options) {
   for (auto i : dynamic_written_) {
     const auto& given = inputs[i].toTensor();
     const auto& buffer = input_buffers_[i].toTensor();
@@ -283,13 +298,6 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
     auto* impl = inputs[i].toTensor().unsafeGetTensorImpl();
     if (!impl->is_inference()) impl->bump_version();
   }
-  stats.replays.fetch_add(1, std::memory_order_relaxed);
-  stats.bytes_copied.fetch_add(bytes, std::memory_order_relaxed);
-  stats.copies_skipped.fetch_add(skipped, std::memory_order_relaxed);
-  auto outputs = outputs_.hand_out(inputs, options.safe_output_mode);
-  if (!options.safe_output_mode) outputs_.remember_handed_out(outputs);
-  order_->end();  // after the clones: they read the static outputs the next replay writes
-  return outputs;
 }
 
 void Entry::replay_graph() {

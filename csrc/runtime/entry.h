@@ -43,6 +43,15 @@ namespace graphdispatch {
 // which inference mode turns off). Kernels do not depend on the mode, so the cache key leaves it
 // out and one entry serves calls in and out of inference mode (case C25).
 
+// Note [A replay that raises]
+// Eager's in-place writes before an op that raises stay written (`x.add_(1)`, then an index out
+// of range): a service that catches the error sees them. A replay that raises copies the
+// written buffers back to the caller's tensors before it rethrows, so the caller holds what the
+// steps before the raising one wrote (each buffer not yet written holds the caller's own values,
+// copied in): eager's state on graphs that replay the ops in order (the CPU graph, the
+// emulated graph; case C81). Inductor moves the writes of in-place ops to the end of its
+// compiled function, so on graph_with_compile a raising call writes nothing, as Inductor alone.
+
 // Note [Capture]
 // Entry::capture runs, in order, with the device's capture lock held (two captures at once
 // would record each other's kernels) and the thread marked as capturing (CaptureScope):
@@ -56,9 +65,10 @@ namespace graphdispatch {
 //    and put back after, so the call's own replay writes them once (Note [Static inputs that
 //    are written]).
 // Whatever throws between capture_begin and capture_end is aborted (the stream no longer
-// captures), written static inputs and the RNG state are put back, and the runner caches a
-// negative entry (capture_failed): that call and later ones with the key run the callable on
-// the caller's tensors, counted, warned once, never retried per call. Interrupts propagate and
+// captures), written static inputs and the RNG state are put back, and the call runs the
+// callable on the caller's tensors, counted; where that succeeds the runner caches a negative
+// entry (capture_failed), warned once, never retried per call, and where it raises too the
+// failure was the call's (Note [Failed captures] in graph_runner.h). Interrupts propagate and
 // leave nothing cached (Interrupt in runner_options.h; case C32). Warmup and capture run on the
 // buffers, so a write to a dynamic input reaches the caller only by the copy-back after a
 // replay: once per call, as in eager (case C5). A call arriving while a capture is under way on
@@ -142,6 +152,9 @@ class Entry final {
  private:
   Entry() = default;
   void fill_buffers(const std::vector<c10::IValue>& inputs);
+  /// The copy-back after a replay, or after one that raised: written dynamic inputs copied to
+  /// the caller's tensors, written static inputs' versions bumped.
+  void hand_back_writes(const std::vector<c10::IValue>& inputs, const RunnerOptions& options);
   /// What the entry holds, once captured (see bytes()).
   std::int64_t count_bytes() const;
   /// Runs `fn` on the buffers (and the call's static inputs) and records which dynamic

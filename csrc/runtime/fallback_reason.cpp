@@ -30,6 +30,11 @@ const std::array<FallbackReasonInfo, kFallbackReasonCount>& fallback_reasons() {
        false},
       {FallbackReason::kVerifyMismatch, "verify_mismatch",
        "the replay does not compute what eager does: report it with the signature", true},
+      {FallbackReason::kAutogradRegion, "autograd_region",
+       "the graph turns autograd on inside (torch.enable_grad() building autograd history, "
+       "torch.inference_mode() making inference tensors), which a replay cannot do: keep the "
+       "region out of the compiled function (torch.compiler.disable on the function holding it)",
+       false},
   }};
   return reasons;
 }

@@ -9,8 +9,9 @@ namespace graphdispatch {
 
 /// Why a call ran without a graph: the one list of fallback reasons. The runtime decides most
 /// of them; the Python layer decides the graph-wide ones (data_dependent, explicit_generator in
-/// the FX graph) and names them through the bindings, so every reason has one spelling, one
-/// line of advice, and one row in docs/diagnosing.md (tests/test_explain.py keeps the two equal).
+/// the FX graph, autograd_region) and names them through the bindings, so every reason has one
+/// spelling, one line of advice, and one row in docs/diagnosing.md (tests/test_explain.py keeps the
+/// two equal).
 enum class FallbackReason {
   kRequiresGrad,
   kAliasedInputs,
@@ -21,8 +22,9 @@ enum class FallbackReason {
   kCaptureFailed,
   kStaticInputsMoving,
   kVerifyMismatch,
+  kAutogradRegion,
 };
-inline constexpr std::size_t kFallbackReasonCount = 9;
+inline constexpr std::size_t kFallbackReasonCount = 10;
 
 struct FallbackReasonInfo final {
   FallbackReason reason;

@@ -41,10 +41,11 @@ void note_evictions(std::size_t evicted, std::atomic<bool>& logged, const LogSin
 GraphRunner::GraphRunner(Callable fn, std::vector<bool> is_static,
                          std::shared_ptr<DeviceGraphFactory> graphs, RunnerOptions options)
     : fn_(std::move(fn)),
-      is_static_(std::move(is_static)),
       graphs_(std::move(graphs)),
       options_(std::move(options)),
       state_(std::make_unique<State>(options_)) {
+  static_versions_.push_back(std::make_unique<const std::vector<bool>>(std::move(is_static)));
+  statics_.store(static_versions_.back().get(), std::memory_order_release);
   check_runner_options(options_);
   ProcessBudget::get().join(this);
 }
@@ -63,7 +64,7 @@ std::shared_ptr<Entry> GraphRunner::evict_for_budget(const Signature& sig) {
 }
 
 void GraphRunner::check_arity(const std::vector<c10::IValue>& inputs) const {
-  TORCH_CHECK(inputs.size() == is_static_.size(), "graphdispatch: expected ", is_static_.size(),
+  TORCH_CHECK(inputs.size() == statics().size(), "graphdispatch: expected ", statics().size(),
               " inputs, got ", inputs.size());
 }
 
@@ -74,7 +75,7 @@ std::shared_ptr<Entry> GraphRunner::lookup(const Signature& sig) const {
 
 std::shared_ptr<Entry> GraphRunner::entry_for(const std::vector<c10::IValue>& inputs) const {
   check_arity(inputs);
-  return lookup(Signature::of(inputs, is_static_));
+  return lookup(Signature::of(inputs, statics()));
 }
 
 std::size_t GraphRunner::num_entries() const {
@@ -111,6 +112,8 @@ void GraphRunner::clear() {
     std::lock_guard<std::mutex> inserting(state_->insert_mutex);
     std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
     dropped = state_->cache.take_all();
+    state_->unsettled.clear();
+    state_->failing_calls.clear();
   }
   // `dropped` is destroyed here, outside the locks: resetting a framework graph takes the GIL,
   // which a thread waiting for these locks may hold.
@@ -148,27 +151,64 @@ std::string GraphRunner::moving_static_input(const Signature& sig,
          std::to_string(options_.max_recaptures) + ")";
 }
 
-std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
-                                                    const std::vector<c10::IValue>& inputs) {
+std::vector<std::shared_ptr<Entry>> GraphRunner::stop_reading_in_place(
+    std::size_t position, const std::vector<c10::IValue>& inputs) {
+  auto in_place = statics();
+  in_place[position] = false;
+  static_versions_.push_back(std::make_unique<const std::vector<bool>>(std::move(in_place)));
+  statics_.store(static_versions_.back().get(), std::memory_order_release);
+  if (options_.log) {
+    options_.log(options_.input(position) + ": " + describe_layout(inputs[position].toTensor()) +
+                 " (read in place) came at another address of the same tensor on " +
+                 std::to_string(options_.max_recaptures + 1) +
+                 " captures in a row (a view of a live buffer at a moving offset: a ring buffer, "
+                 "a KV-cache window), each a new entry; it is copied in as an argument from now "
+                 "on, one entry for every offset. Pass it as an argument, or take the view inside "
+                 "the compiled function");
+  }
+  std::unique_lock<std::shared_mutex> lock(state_->cache_mutex);
+  state_->unsettled.clear();
+  return state_->cache.take_all();  // every key held its address
+}
+
+std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& given,
+                                                    const std::vector<c10::IValue>& inputs,
+                                                    bool* unsettled) {
   auto& stats = Stats::get();
+  std::vector<std::shared_ptr<Entry>> dropped;  // destroyed after the lock, declared before it
   std::lock_guard<std::mutex> inserting(state_->insert_mutex);
+  Signature sig = given;
+  // An input read in place may have become a copied one since the caller made its key.
+  if (static_versions_.size() > 1) sig = Signature::of(inputs, statics());
   // Another thread may have captured this key while we waited.
   if (auto found = lookup(sig)) return found;
+  if (auto pending = state_->unsettled.find(sig); pending != state_->unsettled.end()) {
+    if (unsettled) *unsettled = true;
+    return pending->second;  // a compile-time capture failed: this call settles it
+  }
 
   drop_dead_entries();  // a loss not yet reported would let this capture go uncounted
   std::shared_ptr<Entry> entry;
   if (auto refused = refusal(inputs, sig, options_)) {
     entry = Entry::negative(refused->reason, std::move(refused->detail),
-                            describe_signature(inputs, is_static_));
+                            describe_signature(inputs, statics()));
   } else if (auto moving = moving_static_input(sig, inputs); !moving.empty()) {
     // Not cached: the next call brings yet another address.
     return Entry::negative(FallbackReason::kStaticInputsMoving, std::move(moving),
-                           describe_signature(inputs, is_static_));
+                           describe_signature(inputs, statics()));
   } else {
+    std::int64_t replays = 0;  // beyond each entry's first, which serves its capturing call
+    for (const auto& e : entries()) replays += std::max<std::int64_t>(e->replays() - 1, 0);
+    if (auto moving =
+            state_->views.on_capture(inputs, statics(), replays, options_.max_recaptures)) {
+      dropped = stop_reading_in_place(*moving, inputs);
+      sig = Signature::of(inputs, statics());
+    }
     try {
-      entry = Entry::capture(fn_, inputs, is_static_, *graphs_, options_);
+      entry = Entry::capture(fn_, inputs, statics(), *graphs_, options_);
       stats.captures.fetch_add(1, std::memory_order_relaxed);
-      if (auto growing = state_->numbers.on_capture(inputs, is_static_, options_);
+      state_->failing_calls.erase(sig);
+      if (auto growing = state_->numbers.on_capture(inputs, statics(), options_);
           growing && options_.log) {
         options_.log(*growing);
       }
@@ -178,14 +218,28 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
       // c10 errors carry a C++ backtrace in what(); the reason needs only the message.
       const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
       std::string message = c10_error ? c10_error->what_without_backtrace() : e.what();
-      if (options_.log) {
-        options_.log("capture failed, calls with this signature use the fallback path: " +
-                     message.substr(0, 500));
-      }
-      entry = Entry::negative(FallbackReason::kCaptureFailed, std::move(message),
-                              describe_signature(inputs, is_static_));
+      auto failed = Entry::negative(FallbackReason::kCaptureFailed, std::move(message),
+                                    describe_signature(inputs, statics()));
+      // Note [Failed captures]: not the signature's verdict until a call settles it. Bounded:
+      // one per signature that failed and has not been called since.
+      state_->unsettled[sig] = failed;
+      if (unsettled) *unsettled = true;
+      return failed;
     }
   }
+  insert(sig, entry);
+  if (!entry->is_negative() && options_.watch) {
+    std::vector<at::Tensor> read_in_place;
+    const auto& is_static = statics();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (is_static[i] && inputs[i].isTensor()) read_in_place.push_back(inputs[i].toTensor());
+    }
+    if (!read_in_place.empty()) options_.watch(read_in_place);
+  }
+  return entry;
+}
+
+void GraphRunner::insert(const Signature& sig, const std::shared_ptr<Entry>& entry) {
   std::shared_ptr<Entry> displaced;  // one evicted
   std::vector<std::shared_ptr<Entry>> over_budget;
   {
@@ -215,14 +269,49 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& sig,
     return "entries hold more than max_entry_bytes=" + std::to_string(options_.max_entry_bytes) +
            ": evicting " + order;
   });
-  if (!entry->is_negative() && options_.watch) {
-    std::vector<at::Tensor> statics;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      if (is_static_[i] && inputs[i].isTensor()) statics.push_back(inputs[i].toTensor());
+  // The evicted entries are destroyed when this returns, outside the cache lock.
+}
+
+std::vector<c10::IValue> GraphRunner::settle_failed_capture(
+    const Signature& sig, const std::shared_ptr<Entry>& failed,
+    const std::vector<c10::IValue>& inputs) {
+  // Settled by one call: whoever finds the verdict still unsettled takes it.
+  auto take = [&] {
+    auto pending = state_->unsettled.find(sig);
+    if (pending == state_->unsettled.end() || pending->second != failed) return false;
+    state_->unsettled.erase(pending);
+    return true;
+  };
+  std::vector<c10::IValue> outputs;
+  try {
+    outputs = fall_back(FallbackReason::kCaptureFailed, failed->detail(), inputs);
+  } catch (const Interrupt&) {
+    throw;  // says nothing about the capture; the next call settles it
+  } catch (...) {
+    // Eager raises too: the call's values failed the capture, not the signature.
+    std::lock_guard<std::mutex> inserting(state_->insert_mutex);
+    if (take() && ++state_->failing_calls[sig] >= kFailingCallsPerSignature && !lookup(sig)) {
+      state_->failing_calls.erase(sig);
+      if (options_.log) {
+        options_.log("capture failed on " + std::to_string(kFailingCallsPerSignature) +
+                     " calls with this signature, each of which raised without a graph too; "
+                     "calls with this signature now use the fallback path: " +
+                     failed->detail().substr(0, 500));
+      }
+      insert(sig, failed);
     }
-    if (!statics.empty()) options_.watch(statics);
+    throw;
   }
-  return entry;  // the evicted entries are destroyed here, outside every lock
+  std::lock_guard<std::mutex> inserting(state_->insert_mutex);
+  if (take() && !lookup(sig)) {
+    if (options_.log) {
+      options_.log("capture failed, calls with this signature use the fallback path: " +
+                   failed->detail().substr(0, 500));
+    }
+    state_->failing_calls.erase(sig);
+    insert(sig, failed);
+  }
+  return outputs;
 }
 
 std::vector<c10::IValue> GraphRunner::fall_back(FallbackReason reason, const std::string& detail,
@@ -272,7 +361,7 @@ std::vector<c10::IValue> GraphRunner::replay_verified(const Signature& sig,
 void GraphRunner::capture(const std::vector<c10::IValue>& inputs) {
   check_arity(inputs);
   if (inside_a_capture(inputs)) return;
-  const auto sig = Signature::of(inputs, is_static_);
+  const auto sig = Signature::of(inputs, statics());
   if (!lookup(sig)) find_or_capture(sig, inputs);
 }
 
@@ -281,13 +370,15 @@ std::vector<c10::IValue> GraphRunner::operator()(const std::vector<c10::IValue>&
   auto& stats = Stats::get();
   if (inside_a_capture(inputs)) return fn_(inputs);
 
-  const auto sig = Signature::of(inputs, is_static_);
+  const auto sig = Signature::of(inputs, statics());
   auto entry = lookup(sig);
   if (entry) {
     stats.cache_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     stats.cache_misses.fetch_add(1, std::memory_order_relaxed);
-    entry = find_or_capture(sig, inputs);
+    bool unsettled = false;
+    entry = find_or_capture(sig, inputs, &unsettled);
+    if (unsettled) return settle_failed_capture(sig, entry, inputs);
   }
   if (entry->is_negative()) return fall_back(*entry->reason(), entry->detail(), inputs);
   if (auto overlap = entry->aliasing().static_overlap(inputs)) {

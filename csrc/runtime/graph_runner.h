@@ -5,6 +5,7 @@
 #include "runtime/entry.h"
 #include "runtime/entry_cache.h"
 #include "runtime/fallback_reason.h"
+#include "runtime/moving_views.h"
 #include "runtime/number_values.h"
 #include "runtime/recapture_policy.h"
 #include "runtime/runner_options.h"
@@ -20,9 +21,22 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace graphdispatch {
+
+// Note [Failed captures]
+// A capture can fail because of the signature (an op the graph cannot record: every call of
+// it would fail) or because of this call's values (a bad token id, a singular matrix: the work
+// itself raises). The call that failed to capture runs the callable on the caller's tensors,
+// which tells the two apart: when it returns, the failure is the signature's and a negative
+// entry (capture_failed) serves later calls, never retried; when it raises too, the error is
+// the caller's, nothing is cached and the next call of the signature captures again (case
+// C86). After kFailingCallsPerSignature such calls a signature gives up (cached as
+// capture_failed, logged once), so a client sending only bad requests costs at most that many
+// captures. A compile-time capture that fails waits for the first call to settle it.
+inline constexpr std::int64_t kFailingCallsPerSignature = 3;
 
 // Note [Replay]
 // A call: signature (Note [Cache key]) → lookup (a hit takes a shared lock; a miss captures
@@ -111,6 +125,11 @@ class GraphRunner final {
     std::set<FallbackReason> warned;
     RecapturePolicy recaptures;  // Note [Moving static inputs]
     NumberValues numbers;        // under insert_mutex (Note [Numbers in the key])
+    MovingViews views;           // under insert_mutex (Note [Views that move])
+    // Note [Failed captures]: under insert_mutex. A failed capture's verdict until a call
+    // settles it; failures on calls that raised in eager too, per signature.
+    std::unordered_map<Signature, std::shared_ptr<Entry>, Signature::Hasher> unsettled;
+    std::unordered_map<Signature, std::int64_t, Signature::Hasher> failing_calls;
   };
 
   void check_arity(const std::vector<c10::IValue>& inputs) const;
@@ -121,9 +140,18 @@ class GraphRunner final {
   }
   std::shared_ptr<Entry> lookup(const Signature& sig) const;
   /// Finds or makes the entry for `sig` (one capture per key). A negative entry returned for
-  /// static_inputs_moving is not cached: it serves this call only.
+  /// static_inputs_moving is not cached: it serves this call only; one for a failed capture is
+  /// cached only once a call settles it (`unsettled` is then true; Note [Failed captures]).
   std::shared_ptr<Entry> find_or_capture(const Signature& sig,
-                                         const std::vector<c10::IValue>& inputs);
+                                         const std::vector<c10::IValue>& inputs,
+                                         bool* unsettled = nullptr);
+  /// The fallback of a call whose capture failed, which decides what the failure says
+  /// (Note [Failed captures]).
+  std::vector<c10::IValue> settle_failed_capture(const Signature& sig,
+                                                 const std::shared_ptr<Entry>& failed,
+                                                 const std::vector<c10::IValue>& inputs);
+  /// Caches `entry` for `sig` and applies the entry and byte budgets (under insert_mutex).
+  void insert(const Signature& sig, const std::shared_ptr<Entry>& entry);
   /// Why `sig` must not be captured because its layout keeps losing static inputs, or "".
   std::string moving_static_input(const Signature& sig, const std::vector<c10::IValue>& inputs);
   /// The callable on the caller's tensors, counted under `reason`.
@@ -134,8 +162,17 @@ class GraphRunner final {
                                            const std::shared_ptr<Entry>& entry,
                                            const std::vector<c10::IValue>& inputs);
 
+  /// The inputs read in place now: is_static as given, less the views that move (Note [Views
+  /// that move]); each version lives as long as the runner, so a call may hold it unlocked.
+  const std::vector<bool>& statics() const { return *statics_.load(std::memory_order_acquire); }
+  /// Under insert_mutex: input `position` is copied from now on; drops the entries keyed on its
+  /// address and returns them, for the caller to destroy outside its locks.
+  std::vector<std::shared_ptr<Entry>> stop_reading_in_place(std::size_t position,
+                                                            const std::vector<c10::IValue>& inputs);
+
   Callable fn_;
-  std::vector<bool> is_static_;
+  std::vector<std::unique_ptr<const std::vector<bool>>> static_versions_;  // under insert_mutex
+  std::atomic<const std::vector<bool>*> statics_;
   std::shared_ptr<DeviceGraphFactory> graphs_;
   RunnerOptions options_;
   std::unique_ptr<State> state_;  // released, not destroyed, after fork (reset_after_fork)

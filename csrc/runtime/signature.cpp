@@ -32,14 +32,17 @@ void append_modes(std::vector<std::int64_t>& w, c10::DeviceType device_type) {
   }
   // Process-wide flags that choose among the kernels of one op (sdpa_kernel's backends and
   // their order, cuDNN, oneDNN, deterministic algorithms, matmul precision): a graph replays
-  // the kernel its capture chose (case C66).
+  // the kernel its capture chose (case C66); with deterministic algorithms, whether `empty`
+  // fills its result, which the CPU graph replays as a step of its own (case C82).
   auto& ctx = at::globalContext();
   std::int64_t bits = 0;
   int bit = 0;
   for (bool on :
        {ctx.userEnabledFlashSDP(), ctx.userEnabledMemEfficientSDP(), ctx.userEnabledMathSDP(),
         ctx.userEnabledCuDNNSDP(), ctx.userEnabledOverrideableSDP(), ctx.userEnabledCuDNN(),
-        ctx.userEnabledMkldnn(), ctx.deterministicAlgorithms(), ctx.allowTF32CuBLAS()}) {
+        ctx.userEnabledMkldnn(), ctx.deterministicAlgorithms(),
+        ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory(),
+        ctx.allowTF32CuBLAS()}) {
     bits |= static_cast<std::int64_t>(on) << bit++;
   }
   w.push_back(bits);

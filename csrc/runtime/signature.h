@@ -21,7 +21,8 @@ namespace graphdispatch {
 // by identity, only so its refusal is cached); the thread-local modes that change kernels:
 // grad mode and autocast (enabled, dtype) for the CPU and for the inputs' device type; and the
 // process-wide flags that choose a kernel (case C66: SDPA backends and their order, cuDNN,
-// oneDNN, deterministic algorithms, matmul precision). Inference mode changes no kernel
+// oneDNN, deterministic algorithms and whether they fill `empty` (case C82), matmul
+// precision). Inference mode changes no kernel
 // (entries are captured outside it, Note [Inference mode] in entry.h): a key holding it would
 // capture a graph at compile time, where Dynamo turns it off, that no call under
 // torch.inference_mode() uses

@@ -56,6 +56,7 @@ class FallbackReason:
     capture_failed: ClassVar[FallbackReason]
     static_inputs_moving: ClassVar[FallbackReason]
     verify_mismatch: ClassVar[FallbackReason]
+    autograd_region: ClassVar[FallbackReason]
     __members__: ClassVar[dict[str, FallbackReason]]
     @property
     def name(self) -> str: ...

@@ -337,8 +337,9 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
 
     route = ROUTES[record.route]
     # Numbers Dynamo passes as 0-d tensors reach the runner as numbers, keyed on their value
-    # (case C70).
-    numbers = HostNumbers(record.gm, record.example_inputs)
+    # (case C70); the cpp_wrapper graph's entry reads the 0-d tensor at replay instead: one
+    # entry for all values (case C89).
+    numbers = HostNumbers(record.gm, record.example_inputs, keyed=kind != "cpp_wrapper")
     fn, factory = route.captured(record.gm, record.example_inputs, kind, numbers)
     refused = _refuse(record, fn, numbers)
     if refused is not None:

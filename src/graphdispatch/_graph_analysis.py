@@ -93,17 +93,40 @@ def graph_refusal(gm: torch.fx.GraphModule) -> tuple[str, torch.fx.Node] | None:
     "data_dependent": a value the host reads mid-graph (``.item()``, ``nonzero``, boolean-mask
     indexing: unbacked symbols in Dynamo's metadata) — a replay would reuse the capture's value
     or the capture would fail on the sync. "explicit_generator": a graph advances only the
-    generators registered at capture, so an explicit one would repeat its numbers. (An output
-    that is a view of an input is no reason: the runtime rebuilds it on the caller's tensor.)
-    Both are names from the runtime's one list of fallback reasons (``_C.FallbackReason``).
+    generators registered at capture, so an explicit one would repeat its numbers.
+    "autograd_region": the graph enters ``torch.inference_mode()`` (its results there are
+    inference tensors, case C84), or turns grad mode on (``torch.enable_grad()``) and builds
+    autograd history there (case C83): a replay records neither, and the runtime's
+    ``requires_grad`` check reads the grad mode of the call, which such a region overrides.
+    "unsupported_tensor": a nested (jagged) tensor input, whose ragged size reaches the graph
+    as a SymInt on every call (case C85). (An output that is a view of an input is no reason:
+    the runtime rebuilds it on the caller's tensor.) All are names from the runtime's one list
+    of fallback reasons (``_C.FallbackReason``).
     """
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
     from torch.utils import _pytree as pytree
 
     from . import _C
 
+    # A graph that starts with grad mode off and turns it on: its first switch is an enable
+    # (one that starts in grad mode and has a no_grad region is the runtime's requires_grad).
+    switches = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _SETS_GRAD]
+    enables_grad = bool(switches) and _enables(switches[0])
     for node in gm.graph.nodes:
         value = node.meta.get("example_value", node.meta.get("val"))
+        if node.op == "placeholder" and isinstance(value, torch.Tensor) and value.is_nested:
+            return _C.FallbackReason.unsupported_tensor.name, node
+        if node.op == "call_function" and node.target in _ENTERS_INFERENCE_MODE:
+            return _C.FallbackReason.autograd_region.name, node
+        if (
+            enables_grad
+            and node.op != "placeholder"
+            and any(
+                isinstance(leaf, torch.Tensor) and leaf.requires_grad
+                for leaf in pytree.tree_leaves(value)
+            )
+        ):
+            return _C.FallbackReason.autograd_region.name, node
         if any(
             isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
             and free_unbacked_symbols(leaf)
@@ -118,6 +141,18 @@ def graph_refusal(gm: torch.fx.GraphModule) -> tuple[str, torch.fx.Node] | None:
         ):
             return _C.FallbackReason.explicit_generator.name, node
     return None
+
+
+# How Dynamo writes `with torch.enable_grad()`, `torch.set_grad_enabled(...)` and
+# `with torch.inference_mode()` into a graph.
+_SETS_GRAD = (torch._C._set_grad_enabled,)
+_ENTERS_INFERENCE_MODE = (torch.autograd.grad_mode._enter_inference_mode,)
+
+
+def _enables(node: torch.fx.Node) -> bool:
+    """True unless ``node`` (a ``_set_grad_enabled``) turns grad mode off for certain."""
+    mode = node.args[0] if node.args else node.kwargs.get("mode", True)
+    return not (isinstance(mode, bool) and not mode)
 
 
 def describe_node(node: torch.fx.Node) -> str:

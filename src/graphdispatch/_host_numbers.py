@@ -9,7 +9,10 @@ input is handed to the runner as the Python number, one entry per value, each re
 number it was captured with — the same rule every graph kind can keep, since a device graph
 cannot read a host number at replay either. A number that takes a new value on every call
 therefore captures on every call; the runtime says so once instead of growing silently (Note
-[Numbers in the key] in csrc/runtime/number_values.h).
+[Numbers in the key] in csrc/runtime/number_values.h). The cpp_wrapper graph is the exception
+(case C89): its direct call runs Inductor's entry, which reads the 0-d tensor when it runs, so
+the backend leaves such inputs tensors there: copied in as any dynamic input, one entry for
+every value, and a value seen before never captures again.
 
 An input qualifies when Dynamo made it from a Python number (its ``GraphArg`` has
 ``pass_arg_as_tensor``) and every use of it is ``.item()``. A real 0-d tensor stays a tensor,
@@ -57,8 +60,11 @@ class HostNumbers:
     the FX graph rewritten to take the numbers (``take``), or a compiled function given its 0-d
     tensors back (``inside``)."""
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
-        self.positions = _host_number_positions(gm, example_inputs)
+    def __init__(
+        self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, keyed: bool = True
+    ) -> None:
+        # keyed=False: a graph kind that reads the tensors at replay takes none as numbers.
+        self.positions = _host_number_positions(gm, example_inputs) if keyed else []
         self.dtypes = {i: example_inputs[i].dtype for i in self.positions}
 
     def __bool__(self) -> bool:

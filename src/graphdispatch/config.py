@@ -404,11 +404,62 @@ def runtime_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resolve(*layers: Mapping[str, Any]) -> dict[str, Any]:
-    """Module defaults overlaid with already-normalized ``layers``, later ones winning."""
+    """Module defaults overlaid with already-normalized ``layers``, later ones winning.
+
+    Raises ValueError for a combination that cannot give the route it asks for (case C94),
+    naming both options and the combination that would (``check_combination``).
+    """
     merged = defaults()
     for layer in layers:
         merged.update(layer)
+    check_combination(merged)
     return merged
+
+
+# Note [Option combinations]
+# Some values of two options cannot hold together whatever the inputs: the CPU graph records
+# dispatcher ops, and Inductor's CPU kernels are none, so graph_with_compile on
+# device_graph="cpu" would run Inductor alone, no capture, no replay, with nothing said (case
+# C94); the cpp_wrapper graph calls Inductor's generated entry, which graph_only never makes.
+# Naming both is an error, raised where options are resolved, before any setup: a user who
+# named both asked for a graph. (A device graph missing on this machine, or for these inputs'
+# device, is decided per graph, logged and counted in stats()["routes"]: the same options can
+# hold elsewhere.)
+_CONFLICTS: tuple[tuple[str, str, str], ...] = (
+    (
+        "graph_with_compile",
+        "cpu",
+        "the CPU graph records dispatcher ops and Inductor's CPU kernels are none; for a graph"
+        " of Inductor's kernels on the CPU use device_graph='cpp_wrapper' (or 'auto'), for the"
+        " CPU graph of the uncompiled FX graph graph_only=True, graph_with_compile=False",
+    ),
+    (
+        "graph_only",
+        "cpp_wrapper",
+        "the cpp_wrapper graph calls the entry Inductor generates, and graph_only does not "
+        "compile; use graph_with_compile=True with device_graph='cpp_wrapper', or graph_only"
+        " with device_graph='cpu'",
+    ),
+)
+
+
+def check_combination(options: Mapping[str, Any]) -> None:
+    """ValueError naming both options when resolved ``options`` ask for a route their
+    ``device_graph`` cannot give (Note [Option combinations])."""
+    # graph_with_compile wins over graph_only (Note [Routes] in _backend.py).
+    route = (
+        "graph_with_compile"
+        if options.get("graph_with_compile")
+        else "graph_only"
+        if options.get("graph_only")
+        else None
+    )
+    for flag, kind, advice in _CONFLICTS:
+        if route == flag and options.get("device_graph") == kind:
+            raise ValueError(
+                f"graphdispatch options {flag}=True and device_graph={kind!r} cannot go "
+                f"together: {advice}"
+            )
 
 
 # Decimal integers as a person writes them: an optional sign and ASCII digits only. int()

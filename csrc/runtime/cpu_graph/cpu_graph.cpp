@@ -5,6 +5,8 @@
 #include "runtime/cpu_graph/workspace.h"
 #include "runtime/tensor_layout.h"
 
+#include <ATen/Context.h>
+#include <ATen/native/TensorFactories.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
@@ -51,8 +53,9 @@ void for_each_tensor(const c10::IValue& v, const std::function<void(const at::Te
 
 c10::StorageImpl* storage_of(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
 
-// How a step replays.
-enum class Kind { kSkip, kCall, kOut, kCopy };
+// How a step replays. kFill: an allocation under deterministic mode, replayed as the fill its
+// kernel did (Note [Deterministic fill]).
+enum class Kind { kSkip, kCall, kOut, kCopy, kFill };
 
 // Where a storage came from, and the first thing a replayed step did with it.
 enum class Origin { kExternal, kMade, kAllocated };
@@ -93,7 +96,7 @@ std::string step_name(const std::vector<RecordedOp>& ops, std::int64_t step) {
   return text.str();
 }
 
-Classified classify(const std::vector<RecordedOp>& ops) {
+Classified classify(const std::vector<RecordedOp>& ops, bool deterministic_fill) {
   Classified c;
   c.kinds.assign(ops.size(), Kind::kSkip);
   c.fresh.resize(ops.size());
@@ -131,7 +134,13 @@ Classified classify(const std::vector<RecordedOp>& ops) {
       c.fresh[i].push_back(std::move(fresh));
     }
     auto& kind = c.kinds[i];
-    if (origin == Origin::kAllocated) {
+    if (origin == Origin::kAllocated && deterministic_fill && op.returns.size() == 1 &&
+        op.returns[0].isTensor()) {
+      // Not a write for the audit: memory a kernel then fills outside the dispatcher (case
+      // C57) must still be refused, or the replay would hand out the fill.
+      kind = Kind::kFill;
+      continue;
+    } else if (origin == Origin::kAllocated) {
       kind = Kind::kSkip;  // fixed memory; what fills it is decided where it is placed
     } else if (any_fresh) {
       kind = all_fresh && op.out ? Kind::kOut : Kind::kCopy;
@@ -404,6 +413,9 @@ void CpuGraph::capture_inputs(const std::vector<c10::IValue>& arguments) {
 
 void CpuGraph::capture_begin(std::function<void()>) {
   reset();
+  // Note [Deterministic fill]: read once, as the kernels the capture runs read it.
+  auto& ctx = at::globalContext();
+  deterministic_fill_ = ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory();
   recorder_ = std::make_unique<OpRecorder>();
   cpu_graph_capturing() = true;
 }
@@ -424,6 +436,7 @@ void CpuGraph::capture_abort() noexcept {
 }
 
 void CpuGraph::reset() {
+  Workspace::get().leave(this);
   steps_.clear();
   restores_.clear();
   stack_.clear();
@@ -435,7 +448,7 @@ void CpuGraph::reset() {
 
 void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>& outputs) {
   recorded_ = static_cast<std::int64_t>(ops.size());
-  auto c = classify(ops);
+  auto c = classify(ops, deterministic_fill_);
   mark_outputs(c, outputs);
   const auto places = audit(ops, c, vouched_);
   keep_held_intermediates(c, places);
@@ -451,12 +464,24 @@ void CpuGraph::build(std::vector<RecordedOp> ops, const std::vector<c10::IValue>
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto kind = c.kinds[i];
     if (kind == Kind::kSkip) continue;
+    if (kind == Kind::kFill) {
+      steps_.push_back(emit_fill(ops[i]));
+      continue;
+    }
     steps_.push_back(
         emit(std::move(ops[i]), kind == Kind::kOut, kind == Kind::kCopy ? &c.fresh[i] : nullptr));
     through_out_ += kind == Kind::kOut;
     copied_ += kind == Kind::kCopy;
   }
-  if (!in_workspace_.empty()) bind(Workspace::get().take(bound_).block());
+  if (!in_workspace_.empty()) {
+    bind(Workspace::get().take(bound_).block());
+    Workspace::get().join(this);
+  }
+}
+
+void CpuGraph::repoint_if_idle(const std::shared_ptr<Workspace::Block>& block) {
+  std::unique_lock<std::mutex> idle(replaying_, std::try_to_lock);
+  if (idle.owns_lock() && !in_workspace_.empty()) bind(block);
 }
 
 void CpuGraph::bind(const std::shared_ptr<Workspace::Block>& block) {
@@ -490,7 +515,21 @@ CpuGraph::Step CpuGraph::emit(RecordedOp op, bool through_out,
   return step;
 }
 
+CpuGraph::Step CpuGraph::emit_fill(const RecordedOp& allocation) {
+  static const auto fill = c10::Dispatcher::singleton().findSchemaOrThrow("aten::fill_", "Scalar");
+  const auto& result = allocation.returns[0].toTensor();
+  // The value eager's kernel wrote: NaN for floating and complex types, the largest value
+  // otherwise (at::native::fill_empty_deterministic_), read off a tensor it fills.
+  auto probe = at::empty({1}, result.options().memory_format(std::nullopt));
+  at::native::fill_empty_deterministic_(probe);
+  Step step{fill, allocation.keys, {allocation.returns[0], probe.item()},
+            {},   false,           allocation.tls};
+  step.keys = redispatch_keys(step.op, step.keys, step.arguments);
+  return step;
+}
+
 void CpuGraph::replay() {
+  const std::lock_guard<std::mutex> replaying(replaying_);
   std::optional<Workspace::Lease> lease;
   if (!in_workspace_.empty()) {
     lease.emplace(Workspace::get().take(bound_));

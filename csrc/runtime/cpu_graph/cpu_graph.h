@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -68,10 +69,23 @@ namespace graphdispatch {
 // Replay leases a block of the shared workspace and points the intermediates into it, puts
 // back the bytes of the constants and literals named above, then walks the steps in C++
 // without Python or the GIL.
+//
+// Note [Deterministic fill]
+// Under torch.use_deterministic_algorithms(True) with
+// torch.utils.deterministic.fill_uninitialized_memory (on by default), every `empty`-like kernel
+// fills its result (NaN, or an integer type's largest value) inside the kernel, where the
+// recorder does not see it. A capture under that mode replays each allocation as that fill,
+// so the part of a tensor no op writes holds eager's values on every replay (case C82); the
+// cache key holds both flags (Note [Cache key]), so the mode never shares an entry. A `resize_`
+// that grows a tensor fills its new part the same way inside the kernel and is not replayed.
 
 /// The CPU graph (Note [CPU graph]). Not thread-safe: each Entry serialises its calls.
-class CpuGraph final : public DeviceGraph {
+class CpuGraph final : public DeviceGraph, public Workspace::Tenant {
  public:
+  CpuGraph() = default;
+  CpuGraph(const CpuGraph&) = delete;
+  CpuGraph& operator=(const CpuGraph&) = delete;
+  ~CpuGraph() override { Workspace::get().leave(this); }
   /// The storages the audit vouches for (Note [CPU graph]), until capture_end or abort.
   void capture_inputs(const std::vector<c10::IValue>& arguments) override;
   void capture_begin(std::function<void()> rerun) override;
@@ -88,6 +102,8 @@ class CpuGraph final : public DeviceGraph {
   /// "N ops recorded, K replayed (J through out=, C copied), arena B bytes, workspace W bytes
   /// (shared)[, R constants put back]" (the last part where R > 0).
   std::string describe() const override;
+  /// Note [Shared workspace]: repointed when the largest need changes, unless replaying.
+  void repoint_if_idle(const std::shared_ptr<Workspace::Block>& block) override;
 
   /// Storages in the shared workspace, with their offsets in a block (bytes).
   using WorkspaceSlots = std::vector<std::pair<c10::intrusive_ptr<c10::StorageImpl>, std::int64_t>>;
@@ -117,6 +133,9 @@ class CpuGraph final : public DeviceGraph {
   /// The step replaying `op`: through its out= overload, or called as recorded, its new
   /// returns copied into place where `fresh` (per return, per tensor) says so.
   static Step emit(RecordedOp op, bool through_out, const std::vector<std::vector<bool>>* fresh);
+  /// The step filling what `allocation` (`empty`, ...) returned as its kernel did under
+  /// deterministic mode (Note [Deterministic fill]).
+  static Step emit_fill(const RecordedOp& allocation);
   /// Points the intermediates into `block`, unless they point there already.
   void bind(const std::shared_ptr<Workspace::Block>& block);
 
@@ -131,7 +150,9 @@ class CpuGraph final : public DeviceGraph {
   WorkspaceSlots in_workspace_;
   Workspace::Need workspace_need_;
   const Workspace::Block* bound_ = nullptr;
+  std::mutex replaying_;  // held by replay(), tried by repoint_if_idle()
   std::int64_t recorded_ = 0, through_out_ = 0, copied_ = 0;
+  bool deterministic_fill_ = false;  // at capture_begin (Note [Deterministic fill])
 };
 
 /// True on a thread between a CPU graph's capture_begin and its capture_end/abort: a

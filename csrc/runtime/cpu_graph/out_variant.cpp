@@ -109,14 +109,16 @@ std::optional<OutVariant> proven_out_variant(const c10::OperatorHandle& function
   torch::jit::Stack stack;
   for (auto k : out->arguments) stack.push_back(arguments[k]);
   std::vector<at::Tensor> written;
-  for (const auto& r : returns) {
-    const auto& t = r.toTensor();
-    written.push_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
-    stack.emplace_back(written.back());
-  }
   SilentWarnings silent;
   c10::WarningUtils::WarningHandlerGuard quiet(&silent);
   try {
+    // The trial's out tensors too: a layout empty_strided refuses (a quantized return, case
+    // C91) is the overload's refusal, not a failure of the capture.
+    for (const auto& r : returns) {
+      const auto& t = r.toTensor();
+      written.push_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
+      stack.emplace_back(written.back());
+    }
     out->op.redispatchBoxed(redispatch_keys(out->op, keys, stack), &stack);
   } catch (const c10::Error&) {
     return std::nullopt;  // e.g. binary_cross_entropy.out with a weight

@@ -16,7 +16,9 @@ Workspace::Lease::~Lease() {
 Workspace::Need::Need(std::int64_t bytes) : bytes_(bytes) {
   auto& pool = Workspace::get();
   std::lock_guard<std::mutex> lock(*pool.mutex_);
+  const auto before = pool.size();
   pool.needs_.insert(bytes);
+  pool.resized(before);
 }
 
 Workspace::Need& Workspace::Need::operator=(Need&& other) noexcept {
@@ -28,12 +30,50 @@ Workspace::Need::~Need() {
   if (bytes_ == 0) return;
   auto& pool = Workspace::get();
   std::lock_guard<std::mutex> lock(*pool.mutex_);
+  const auto before = pool.size();
   pool.needs_.erase(pool.needs_.find(bytes_));
+  pool.resized(before);
 }
 
 Workspace& Workspace::get() {
   static auto* pool = new Workspace();  // never destroyed: storages may outlive static teardown
   return *pool;
+}
+
+void Workspace::join(Tenant* tenant) {
+  std::lock_guard<std::mutex> lock(*mutex_);
+  tenants_.insert(tenant);
+}
+
+void Workspace::leave(Tenant* tenant) {
+  std::lock_guard<std::mutex> lock(*mutex_);
+  tenants_.erase(tenant);
+}
+
+std::shared_ptr<Workspace::Block> Workspace::free_block() {
+  for (const auto& weak : free_) {
+    auto block = weak.lock();
+    if (block && block->bytes == size()) return block;
+  }
+  auto block = take_new();
+  free_.emplace_back(block);
+  return block;
+}
+
+void Workspace::resized(std::int64_t before) {
+  if (size() == before || size() == 0 || tenants_.empty()) return;
+  // Tenants hold their own lock while they replay and try it here, so this never waits.
+  const auto block = free_block();
+  for (auto* tenant : tenants_) tenant->repoint_if_idle(block);
+}
+
+std::shared_ptr<Workspace::Block> Workspace::take_new() {
+  const auto bytes = size();
+  Stats::get().workspace_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return std::shared_ptr<Block>(new Block(bytes), [](Block* block) {
+    Stats::get().workspace_bytes.fetch_sub(block->bytes, std::memory_order_relaxed);
+    delete block;
+  });
 }
 
 Workspace::Lease Workspace::take(const Block* preferred) {
@@ -53,12 +93,7 @@ Workspace::Lease Workspace::take(const Block* preferred) {
   }
   free_.resize(kept);
   if (chosen) return Lease(std::move(chosen));
-  auto& stats = Stats::get();
-  stats.workspace_bytes.fetch_add(bytes, std::memory_order_relaxed);
-  return Lease(std::shared_ptr<Block>(new Block(bytes), [](Block* block) {
-    Stats::get().workspace_bytes.fetch_sub(block->bytes, std::memory_order_relaxed);
-    delete block;
-  }));
+  return Lease(take_new());
 }
 
 void Workspace::give_back(std::shared_ptr<Block> block) {

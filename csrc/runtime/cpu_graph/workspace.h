@@ -30,6 +30,12 @@ namespace graphdispatch {
 //   custom op's kernel kept its argument) would outlive the replay: it is placed in the entry's
 //   own arena instead (keep_held_intermediates in cpu_graph.cpp).
 // - Counted once: `Stats::workspace_bytes` is the bytes of the live blocks.
+// - The largest need, whatever the order of capture (case C87): when the largest need changes
+//   (a program with a larger need is built, the largest one goes), every program not replaying
+//   is repointed into one free block of the new size, so blocks of the old size are freed at
+//   once instead of staying until each program that points into one replays again (captured
+//   smallest first, the workspace held the sum of the needs). A program replaying now keeps
+//   its block until its next replay.
 
 /// The process-wide pool of CPU-graph workspaces (Note [Shared workspace]). Thread-safe.
 class Workspace final {
@@ -72,7 +78,21 @@ class Workspace final {
     std::int64_t bytes_ = 0;
   };
 
+  /// A program whose intermediates point into a block (Note [Shared workspace]).
+  class Tenant {
+   public:
+    /// Points the intermediates into `block` unless the tenant is replaying now; never blocks.
+    virtual void repoint_if_idle(const std::shared_ptr<Block>& block) = 0;
+
+   protected:
+    ~Tenant() = default;
+  };
+
   static Workspace& get();
+
+  /// `tenant` is repointed whenever the largest need changes, until left.
+  void join(Tenant* tenant);
+  void leave(Tenant* tenant);
 
   /// A block no other lease holds, at least the largest registered need: `preferred` when it
   /// is free and large enough (the program's storages point into it already), else another
@@ -86,10 +106,17 @@ class Workspace final {
   Workspace() = default;
   void give_back(std::shared_ptr<Block> block);
   std::int64_t size() const { return needs_.empty() ? 0 : *needs_.rbegin(); }
+  /// Under mutex_: a new block of size(), counted in Stats::workspace_bytes.
+  std::shared_ptr<Block> take_new();
+  /// Under mutex_: a free block of size(), made when there is none.
+  std::shared_ptr<Block> free_block();
+  /// Under mutex_, after the needs changed: repoints the tenants when size() is not `before`.
+  void resized(std::int64_t before);
 
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
   std::multiset<std::int64_t> needs_;
   std::vector<std::weak_ptr<Block>> free_;  // not leased; alive while something points in
+  std::set<Tenant*> tenants_;
 };
 
 /// `storage`'s memory becomes `bytes_offset` bytes into `block`; the storage holds the block.

@@ -1,0 +1,506 @@
+"""Fifth round (C81–C94): never a wrong value, never stuck, never growing. Each kind against
+eager PyTorch: values, ``requires_grad``, exceptions, and the caller's tensors after one; on both
+graphs a CPU has (the ``graph_kind`` fixture: the emulated graph and the CPU graph), and on
+``graph_with_compile``'s cpp_wrapper graph where the kind applies (marked ``inductor``)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+from cases_helpers import compiled, fallbacks, runner, stats
+
+import graphdispatch
+
+CPP_WRAPPER = {"graph_with_compile": True, "device_graph": "cpp_wrapper"}
+
+
+@contextlib.contextmanager
+def deterministic(fill: bool = True):
+    was, was_fill = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.utils.deterministic.fill_uninitialized_memory,
+    )
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = fill
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(was)
+        torch.utils.deterministic.fill_uninitialized_memory = was_fill
+
+
+def assert_eager(got, expected, exact=True):
+    """Values (NaN equal to NaN; to the bit unless ``exact`` is off, for Inductor's fused
+    arithmetic), dtype and the autograd flags of each output."""
+    got, expected = (
+        (got,) if isinstance(got, torch.Tensor) else got,
+        ((expected,) if isinstance(expected, torch.Tensor) else expected),
+    )
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        tolerance = {"rtol": 0, "atol": 0} if exact else {}
+        torch.testing.assert_close(g, e, equal_nan=True, **tolerance)
+        assert g.requires_grad == e.requires_grad
+        assert (g.grad_fn is None) == (e.grad_fn is None)
+        assert g.is_inference() == e.is_inference()
+
+
+# ---- C82: deterministic mode's fill --------------------------------------------------------
+
+
+def tail_left_unwritten(x):
+    # `empty` under deterministic mode holds NaN (an integer type: its largest value); the graph
+    # writes the head only, and later ops reuse the workspace the buffer lived in.
+    buf = x.new_empty(x.shape[0] + 3)
+    buf[: x.shape[0]] = x
+    y = buf * 2
+    return (y + 1) * 3, buf.sum()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_c82_deterministic_fill_replays_eagers_values(dtype):
+    """Every replay under torch.use_deterministic_algorithms(True) holds eager's fill where the
+    graph writes nothing, whatever other entries left in the shared workspace; the entry of
+    another mode is never used (case C82)."""
+    r = runner(lambda x: tail_left_unwritten(x), [False])
+    G = compiled(tail_left_unwritten)
+    for _ in range(3):
+        for n in (4, 9):  # two entries sharing the workspace, alternating
+            x = torch.arange(n, dtype=dtype)
+            with deterministic():
+                expected = tail_left_unwritten(x)
+                assert_eager(r(x), expected)
+                assert_eager(G(x), expected)
+            # Off: eager leaves the tail as it finds it; only the head is compared.
+            head = r(x)[0][:n]
+            assert torch.equal(head, tail_left_unwritten(x)[0][:n])
+    assert stats()["replays"] > 0
+    assert sum(stats()["fallbacks"].values()) == 0
+
+
+def test_c82_fill_off_is_another_entry():
+    """With fill_uninitialized_memory off, deterministic mode leaves `empty` as it is; the two
+    settings never share an entry (case C82)."""
+    r = runner(lambda x: tail_left_unwritten(x), [False])
+    x = torch.randn(5)
+    with deterministic(fill=True):
+        assert torch.isnan(r(x)[0][5:]).all()
+    with deterministic(fill=False):
+        r(x)
+    with deterministic(fill=True):
+        assert torch.isnan(r(x)[0][5:]).all()
+    assert r.num_entries == 2
+
+
+# ---- C83: autograd inside a no-grad call -------------------------------------------------------
+
+WEIGHT = torch.nn.Parameter(torch.randn(4))
+
+
+def grad_region(x):
+    y = x * 2
+    with torch.enable_grad():
+        z = y * WEIGHT
+    return z + 1, z
+
+
+def guidance(x):
+    # Gradient guidance: differentiate inside the forward (Dynamo breaks the graph at grad()).
+    with torch.enable_grad():
+        x = x.detach().requires_grad_(True)
+        energy = (x * x * WEIGHT).sum()
+        (g,) = torch.autograd.grad(energy, x)
+    return x.detach() - 0.1 * g
+
+
+def no_region_under_no_grad(x):
+    with torch.enable_grad():
+        y = x * 2  # nothing requires grad: no history to build, the graph may replay
+    return y + 1
+
+
+@pytest.mark.parametrize("fn", [grad_region, guidance], ids=["outputs", "autograd_grad"])
+def test_c83_enable_grad_region_under_no_grad_gives_eagers_autograd(fn):
+    """A graph that turns grad mode on and builds autograd history, called under no_grad,
+    returns eager's outputs with eager's requires_grad and grad_fn, and torch.autograd.grad
+    inside the region works: the graph falls back, counted (case C83)."""
+    G = compiled(fn)
+    for _ in range(3):
+        x = torch.randn(4)
+        with torch.no_grad():
+            expected = fn(x)
+            got = G(x)
+        assert_eager(got, expected)
+    if fn is grad_region:
+        (w_grad,) = torch.autograd.grad(got[1].sum(), WEIGHT)
+        torch.testing.assert_close(w_grad, 2 * x)
+    assert fallbacks("autograd_region") == 3
+
+
+def test_c83_enable_grad_region_without_history_still_replays():
+    G = compiled(no_region_under_no_grad)
+    for _ in range(3):
+        x = torch.randn(4)
+        with torch.no_grad():
+            assert_eager(G(x), no_region_under_no_grad(x))
+    assert sum(stats()["fallbacks"].values()) == 0
+    assert stats()["replays"] == 3
+
+
+# ---- C84: inference mode inside the graph ------------------------------------------------------
+
+
+def inference_region(x):
+    with torch.inference_mode():
+        y = x * 2
+    return y + 1, x.sin()
+
+
+@pytest.mark.parametrize("outer", ["no_grad", "grad"])
+def test_c84_inference_mode_region_gives_eagers_tensors(outer):
+    """A graph that enters torch.inference_mode() returns eager's values and inference tensors
+    on every call, never "Inplace update to inference tensor outside InferenceMode" (case
+    C84)."""
+    G = compiled(inference_region)
+    mode = torch.no_grad if outer == "no_grad" else contextlib.nullcontext
+    for _ in range(3):
+        x = torch.randn(4)
+        with mode():
+            expected = inference_region(x)
+            got = G(x)
+        assert_eager(got, expected)
+    assert fallbacks("autograd_region") == 3
+
+
+# ---- C81: a replay that raises -----------------------------------------------------------------
+
+
+def add_then_index(x, idx):
+    x.add_(1)
+    return (torch.index_select(x, 0, idx) * 2,)
+
+
+def add_then_inverse(a, m):
+    a.mul_(3)
+    return (torch.linalg.inv(m) + a.sum(),)
+
+
+@pytest.mark.parametrize("via", ["runner", "dynamo"])
+def test_c81_a_replay_that_raises_leaves_the_callers_tensors_as_eager(via):
+    """After a replay raises for this call's values (an index out of range, a singular
+    matrix), the caller's tensors hold what eager's in-place writes before the raising op left
+    (case C81)."""
+    fns = [add_then_index, add_then_inverse]
+    calls = (
+        [runner(f, [False, False]) for f in fns] if via == "runner" else list(map(compiled, fns))
+    )
+    good = [
+        lambda: (torch.randn(5), torch.tensor([0, 4])),
+        lambda: (torch.randn(3), torch.randn(4, 4) + 4 * torch.eye(4)),
+    ]
+    bad = [
+        lambda: (torch.randn(5), torch.tensor([0, 7])),
+        lambda: (torch.randn(3), torch.ones(4, 4)),
+    ]
+    for fn, call, make_good, make_bad in zip(fns, calls, good, bad):
+        for _ in range(2):  # capture and replay with good values
+            args = make_good()
+            mine = [a.clone() for a in args]
+            torch.testing.assert_close(call(*mine)[0], fn(*args)[0])
+            torch.testing.assert_close(mine[0], args[0])
+        args = make_bad()
+        mine = [a.clone() for a in args]
+        with pytest.raises(Exception) as eager_error:
+            fn(*args)
+        with pytest.raises(type(eager_error.value)):
+            call(*mine)
+        torch.testing.assert_close(mine[0], args[0], rtol=0, atol=0)
+        # And the graph goes on: a good call replays.
+        args = make_good()
+        mine = [a.clone() for a in args]
+        replays = stats()["replays"]
+        torch.testing.assert_close(call(*mine)[0], fn(*args)[0])
+        torch.testing.assert_close(mine[0], args[0])
+        assert stats()["replays"] == replays + 1
+
+
+# ---- C86: one bad request must not disable a shape ---------------------------------------------
+
+
+def gather_rows(table, ids):
+    return (torch.nn.functional.embedding(ids, table) * 2,)
+
+
+def test_c86_a_bad_first_request_costs_one_call_not_the_shape():
+    """The call that captures raises for its values (a token id out of range): it raises as
+    eager does, nothing is cached, and the next valid call of that shape captures and replays
+    (case C86)."""
+    table = torch.randn(10, 3)
+    r = runner(gather_rows, [False, False])
+    bad = torch.tensor([1, 12])
+    with pytest.raises(IndexError):
+        gather_rows(table, bad)
+    with pytest.raises(IndexError):
+        r(table, bad)
+    assert r.entry_reason(table, bad) is None  # not the signature's verdict
+    for _ in range(3):
+        ids = torch.randint(0, 10, (2,))
+        torch.testing.assert_close(r(table, ids)[0], gather_rows(table, ids)[0])
+    assert stats()["captures"] == 1
+    assert stats()["replays"] == 3
+    assert fallbacks("capture_failed") == 1  # the bad call, which raised as eager
+
+
+def test_c86_through_dynamo_the_compile_time_capture_is_settled_by_the_call():
+    table = torch.randn(10, 3)
+    G = compiled(gather_rows)
+    with pytest.raises(IndexError):
+        G(table, torch.tensor([1, 12]))  # captured at compile time, failed, raised
+    for _ in range(3):
+        ids = torch.randint(0, 10, (2,))
+        torch.testing.assert_close(G(table, ids)[0], gather_rows(table, ids)[0])
+    assert stats()["replays"] == 3
+
+
+def test_c86_failing_calls_are_bounded_then_said_once(caplog):
+    """A signature whose every call raises tries to capture on at most 3 calls, then falls back
+    for good, said once (case C86)."""
+    table = torch.randn(10, 3)
+    r = runner(gather_rows, [False, False], log=lambda m: caplog_lines.append(m))
+    caplog_lines: list[str] = []
+    bad = torch.tensor([1, 12])
+    for _ in range(5):
+        with pytest.raises(IndexError):
+            r(table, bad)
+    assert r.entry_reason(table, bad)[0] == "capture_failed"
+    assert fallbacks("capture_failed") == 5
+    said = [m for m in caplog_lines if "capture failed on 3 calls" in m]
+    assert len(said) == 1
+    # The signature's valid calls are served without a graph now, right.
+    ids = torch.tensor([0, 9])
+    torch.testing.assert_close(r(table, ids)[0], gather_rows(table, ids)[0])
+    assert stats()["captures"] == 0
+
+
+def test_c86_a_failure_of_the_signature_is_still_cached_at_once():
+    """A capture that fails while eager succeeds (an op the CPU graph refuses) is the
+    signature's: cached at once, never retried (case C11 holds)."""
+    from graphdispatch import _C
+
+    attempts = []
+
+    def refuses(x):
+        if _C._testing.emulated_capturing() or _C._testing.cpu_graph_capturing():
+            attempts.append(1)
+            raise RuntimeError("not while capturing")
+        return x + 1
+
+    r = runner(lambda x: (refuses(x),), [False])
+    for _ in range(4):
+        x = torch.randn(3)
+        torch.testing.assert_close(r(x)[0], x + 1)
+    assert len(attempts) == 1
+    assert fallbacks("capture_failed") == 4
+
+
+# ---- C85: nested tensors -----------------------------------------------------------------------
+
+
+def test_c85_nested_jagged_tensors_fall_back_with_a_named_reason():
+    """A jagged nested tensor argument runs without a graph, counted as unsupported_tensor,
+    with eager's values, never a TypeError (case C85)."""
+
+    def fn(nt):
+        return nt.sin() * 2 + 1
+
+    G = compiled(fn)
+    for lengths in ((2, 3), (2, 3), (4, 1)):
+        nt = torch.nested.nested_tensor([torch.randn(n, 4) for n in lengths], layout=torch.jagged)
+        got, expected = G(nt), fn(nt)
+        for g, e in zip(got.unbind(), expected.unbind()):
+            torch.testing.assert_close(g, e)
+    assert fallbacks("unsupported_tensor") >= 3
+    assert stats()["replays"] == 0
+
+
+# ---- the cpp_wrapper graph (graph_with_compile) ------------------------------------------------
+
+
+@pytest.mark.inductor
+def test_c82_to_c84_on_graph_with_compile():
+    """The kinds above that apply to Inductor's graph: the deterministic fill (Inductor's own
+    code runs on every direct call), an enable_grad region under no_grad and an inference_mode
+    region give Inductor-alone's values and eager's autograd flags (cases C82-C84)."""
+    G = compiled(tail_left_unwritten, CPP_WRAPPER)
+    for n in (4, 9, 4):
+        x = torch.randn(n)
+        with deterministic():
+            assert_eager(G(x), tail_left_unwritten(x), exact=False)
+    G = compiled(grad_region, CPP_WRAPPER)
+    x = torch.randn(4)
+    with torch.no_grad():
+        expected, got = grad_region(x), G(x)
+    torch.testing.assert_close(got, expected)
+    assert [t.requires_grad for t in got] == [t.requires_grad for t in expected]
+    G = compiled(inference_region, CPP_WRAPPER)
+    for _ in range(2):
+        x = torch.randn(4)
+        assert_eager(G(x), inference_region(x), exact=False)
+
+
+# ---- C87: the shared workspace holds the largest need --------------------------------------
+
+W1, W2 = torch.randn(32, 128), torch.randn(128, 32)
+
+
+def mlp(x, w1, w2):
+    h = (x @ w1).relu()
+    return ((h @ w2).sin() * 2 + x,)
+
+
+@pytest.mark.parametrize("order", ["smallest_first", "largest_first", "shuffled"])
+def test_c87_workspace_holds_the_largest_need_whatever_the_capture_order(graph_kind, order):
+    """Entries captured in any order leave the CPU graphs' shared workspace at the largest need
+    of the programs alive (within 10 %), not the sum; every entry still replays eager's values,
+    and after the largest entry goes the workspace shrinks to the new largest (case C87)."""
+    if graph_kind != "cpu":
+        pytest.skip("the shared workspace is the CPU graph's")
+    import gc
+
+    graphdispatch.reset()
+    gc.collect()
+    sizes = [16, 64, 256, 1024, 8, 32, 128, 512]
+    sizes = {
+        "smallest_first": sorted(sizes),
+        "largest_first": sorted(sizes, reverse=True),
+        "shuffled": sizes,
+    }[order]
+    r = runner(mlp, [False, True, True])
+    for n in sizes:
+        x = torch.randn(n, 32)
+        assert torch.equal(r(x, W1, W2)[0], mlp(x, W1, W2)[0])
+    needs = [e["shared_bytes"] for e in r.entries()]
+    assert len(needs) == len(sizes) and min(needs) > 0
+    assert max(needs) <= stats()["workspace_bytes"] <= 1.1 * max(needs)
+    for n in sizes:  # every entry replays, in another order than it was captured
+        x = torch.randn(n, 32)
+        assert torch.equal(r(x, W1, W2)[0], mlp(x, W1, W2)[0])
+    assert stats()["workspace_bytes"] <= 1.1 * max(needs)
+    assert stats()["replays"] == 2 * len(sizes)
+    r2 = runner(mlp, [False, True, True])
+    x = torch.randn(4, 32)
+    assert torch.equal(r2(x, W1, W2)[0], mlp(x, W1, W2)[0])
+    r.clear()
+    (small,) = [e["shared_bytes"] for e in r2.entries()]
+    assert small <= stats()["workspace_bytes"] <= 1.1 * small
+    assert torch.equal(r2(x, W1, W2)[0], mlp(x, W1, W2)[0])
+
+
+# ---- C88: a view attribute at a moving offset --------------------------------------------------
+
+
+class RingWindow(torch.nn.Module):
+    """A window attribute taken of a live buffer at a new offset every call (a KV-cache
+    window), read and written by the forward."""
+
+    def __init__(self, write: bool):
+        super().__init__()
+        self.write = write
+        self.register_buffer("cache", torch.arange(64 * 8, dtype=torch.float32).view(64, 8))
+        self.window = self.cache[0:1]
+
+    def forward(self, x):
+        if self.write:
+            self.window.mul_(2)
+        return (x * self.window + 1).sum(-1)
+
+
+@pytest.mark.parametrize("write", [False, True], ids=["read", "written"])
+def test_c88_a_view_at_a_moving_offset_makes_a_bounded_number_of_entries(write):
+    """A static input that moves within a live buffer every call captures at most
+    max_recaptures + 1 times, then is copied as an argument: entries stay bounded and every call
+    gives eager's values and eager's writes to the buffer (case C88)."""
+    mine, eager = RingWindow(write), RingWindow(write)
+    G = compiled(mine, max_recaptures=3)
+    for t in range(30):
+        mine.window, eager.window = mine.cache[t : t + 1], eager.cache[t : t + 1]
+        x = torch.randn(4, 8)
+        with torch.no_grad():
+            got, expected = G(x), eager(x)
+        torch.testing.assert_close(got, expected)
+        assert torch.equal(mine.cache, eager.cache)
+    assert stats()["captures"] <= 3 + 2
+    assert stats()["entries"] <= 2
+    assert stats()["replays"] >= 30 - 5 - fallbacks("aliased_inputs")
+
+
+# ---- C89: numbers that change every call -------------------------------------------------------
+
+
+def guided(x, scale: float):
+    return (x * scale + (x * (1 - scale)).sin(),)
+
+
+@pytest.mark.inductor
+def test_c89_cpp_wrapper_reads_a_changing_number_at_replay():
+    """Under dynamic=True a guidance scale that changes every call reaches Inductor's entry as
+    a tensor it reads when it runs: one capture for every value, each call replaying with its
+    own value, and a value seen before never captures again (case C89)."""
+    G = torch.compile(guided, backend="graphdispatch", options=CPP_WRAPPER, dynamic=True)
+    x = torch.randn(16)
+    for scale in (1.0, 0.5, 1.0, 7.25, 3.5, 0.5, 1.0, 2.0, 9.0, 1.5):
+        torch.testing.assert_close(G(x, scale)[0], guided(x, scale)[0])
+    runners = stats()
+    assert runners["fallbacks"] == {}
+    assert runners["captures"] <= 2  # the first value (specialised) and the dynamic graph
+    assert runners["entries"] <= 2
+
+
+# ---- C91: an op's own refusal during the out= trial --------------------------------------------
+
+
+def quantized_round_trip(x):
+    q = torch.quantize_per_tensor(x, 0.05, 3, torch.quint8)
+    return (q.dequantize() * 2,)
+
+
+def test_c91_a_quantized_op_replays_or_names_itself():
+    """The out= trial allocating a quantized result (empty_strided refuses quantized layouts)
+    is that overload's refusal: the op replays another way with eager's values, or a refused
+    capture names the op, never "empty_strided" (case C91)."""
+    r = runner(quantized_round_trip, [False])
+    for _ in range(3):
+        x = torch.randn(6)
+        assert torch.equal(r(x)[0], quantized_round_trip(x)[0])
+    reason = r.entry_reason(torch.randn(6))
+    if reason is not None:
+        assert "quantize_per_tensor" in reason[1] and "empty_strided" not in reason[1]
+
+
+def no_grad_region(x):
+    y = x * WEIGHT
+    with torch.no_grad():
+        z = y * 2
+    return y + z
+
+
+def test_c83_a_no_grad_region_in_a_grad_mode_call_is_still_requires_grad():
+    """A graph that starts in grad mode and switches it off inside is the runtime's
+    requires_grad fallback, with its advice, as before (case C83's rule starts from no_grad)."""
+    G = compiled(no_grad_region)
+    x = torch.randn(4)
+    assert_eager(G(x), no_grad_region(x))
+    assert fallbacks("requires_grad") == 1 and fallbacks("autograd_region") == 0
+
+
+def test_c82_results_filled_outside_the_dispatcher_stay_refused_under_deterministic_mode():
+    """The replayed fill is no write for the capture audit: a result a kernel fills in its own
+    loop (max_pool1d, case C57) is still refused, not replayed as the fill (found by the OpInfo
+    sweep under deterministic mode)."""
+    r = runner(lambda x: (torch.nn.functional.max_pool1d(x, 2),), [False])
+    with deterministic():
+        for _ in range(3):
+            x = torch.randn(2, 3, 8)
+            assert_eager(r(x), torch.nn.functional.max_pool1d(x, 2))
