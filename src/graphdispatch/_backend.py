@@ -284,11 +284,14 @@ def _compile_then_capture(
 class Route:
     """One route of Note [Routes]: what it sets up once before its first graph (Note [Lazy
     loading] in _registration.py), what the runner captures (None: no runner, Inductor alone),
-    and whether ``verify_replays`` compares exactly (graph_only replays the very FX graph the
-    check runs, so any difference is a bug)."""
+    whether tensors the graph holds as attributes become static inputs (the FX graph replayed
+    as is can only vouch for inputs; Inductor reads attributes itself, and with ``freezing``
+    folds them into constants), and whether ``verify_replays`` compares exactly (graph_only
+    replays the very FX graph the check runs, so any difference is a bug)."""
 
     setup: Setup
     captured: Callable[..., tuple[Callable, Any]] | None
+    lifts_attributes: bool = False
     exact_verify: bool = False
 
 
@@ -297,7 +300,10 @@ ROUTES: dict[str, Route] = {
         Setup(ROUTE_GRAPH_WITH_COMPILE, LOAD_EXTENSION, SETUP_INDUCTOR), _compile_then_capture
     ),
     ROUTE_GRAPH_ONLY: Route(
-        Setup(ROUTE_GRAPH_ONLY, LOAD_EXTENSION), _capture_fx, exact_verify=True
+        Setup(ROUTE_GRAPH_ONLY, LOAD_EXTENSION),
+        _capture_fx,
+        lifts_attributes=True,
+        exact_verify=True,
     ),
     ROUTE_DEFAULT: Route(Setup(ROUTE_DEFAULT, SETUP_INDUCTOR), None),
 }
@@ -419,9 +425,9 @@ class Backend:
         )
         _count_route(route)
         captures = ROUTES[route].captured is not None
-        # Tensors the graph holds as attributes (install_free_tensors) become static inputs,
-        # which the runner can vouch for; Inductor alone reads them where they are.
-        lifted, free = lift_free_tensors(gm) if captures else (gm, [])
+        # Tensors the graph holds as attributes (install_free_tensors) become static inputs
+        # where the captured graph reads only its inputs.
+        lifted, free = lift_free_tensors(gm) if ROUTES[route].lifts_attributes else (gm, [])
         record = CompiledGraph(
             lifted,
             [*example_inputs, *free],

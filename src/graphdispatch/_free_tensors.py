@@ -1,4 +1,5 @@
-"""Tensors a graph holds as attributes become its last inputs, static and read in place.
+"""Tensors a graph holds as attributes become its last inputs, static and read in place
+(on ``graph_only``: Inductor reads attributes itself, Note [Routes]).
 
 With ``torch._dynamo.config.install_free_tensors = True`` (the first step of PyTorch 2.14's
 "Reducing Guard Overhead" recipe) Dynamo installs parameters and buffers on the graph module and
