@@ -1,0 +1,84 @@
+#pragma once
+
+// The test device's shared state: its streams, its captures and its allocator's pools, as
+// the three files of csrc/test_device/ use them (device.cpp keeps them, ops.cpp launches onto
+// them, graph.cpp captures and replays). Internal to the test device; tests reach it through
+// tests/test_device_helper.py.
+//
+// Note [Test device]
+// A PrivateUse1 device of host memory, renamed "testdev" by the Python helper, that behaves as
+// a stream-capturing accelerator does, so the device-graph routes run for real on a CPU
+// machine. What it models:
+// - Memory: a caching allocator with private pools (MempoolId_t). During a capture, what is
+//   allocated on a stream of the capture comes from the capture's pool; a pool lives while a
+//   graph holds a use of it, and a capture into a pool whose uses all ended hits the
+//   allocator's assert, as CUDACachingAllocator's create_or_incref does (pytorch#198794).
+//   Freed memory of a pool is handed to the next allocation in that pool at once, whatever
+//   graph still reads it.
+// - Work: every op runs the CPU kernel on the device memory at once, except on a stream that
+//   is capturing, where it is recorded (with the addresses of its tensors) and not run.
+//   Output shapes during a capture come from the op's meta kernel; captured outputs hold NaN
+//   (0xFF bytes) until a replay writes them. Views run at once (no device work).
+// - Streams and events: a capture starts on one stream (never the default stream); a stream
+//   that waits for an event recorded in the capture joins it, and must be joined back (the
+//   capturing stream waits for an event recorded on it after its last launch) before the
+//   capture ends, or capture_end raises, as cudaErrorStreamCaptureUnjoined does.
+// - Refusals during a capture, each raising "operation not permitted when stream is
+//   capturing" and invalidating the capture (its capture_end then raises too): a host
+//   synchronisation (.item(), a copy to or from the host, synchronize() of the device, a
+//   capturing stream or a captured event, querying a captured event) from the capturing
+//   thread or, for a "global"/"default" capture, from any thread; and an allocation by the
+//   capturing thread on a stream outside the capture (memory the graph would read from
+//   outside its pool).
+// What it cannot show: real kernels, real asynchrony (eager work finishes before the launch
+// returns, so a missing event between two streams never reads stale data), device libraries'
+// lazy workspaces, and the device's own limits (NPU streams, memory size).
+
+#include <ATen/core/GraphImplInterface.h>
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace testdev {
+
+constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+constexpr c10::DeviceIndex kDevices = 1;
+
+/// Recorded work: one launch, run again on every replay.
+using Node = std::function<void()>;
+
+/// The calling thread's current stream on the device.
+c10::StreamId current_stream();
+/// Whether `stream` belongs to a capture in progress.
+bool is_capturing(c10::StreamId stream);
+
+/// Runs `work` now, or appends it to the capture the current stream belongs to. `what` names
+/// the op in errors.
+void launch(const char* what, Node work);
+/// Whether a launch on the current stream is recorded instead of run.
+bool launch_is_recorded();
+/// Raises, invalidating the capture concerned, when a host synchronisation named `what` is
+/// not allowed now (Note [Test device]). `stream`: the stream it waits for, 0 for none.
+void check_host_sync(const char* what, c10::StreamId stream);
+
+/// Starts a capture on the current stream into `pool` ({0, 0}: a new pool); returns its id and
+/// the pool it uses. Raises on the default stream or on a stream already capturing.
+std::pair<uint64_t, c10::MempoolId_t> begin_capture(c10::MempoolId_t pool,
+                                                    at::GraphCaptureMode mode);
+/// Ends capture `id`: its recorded nodes. Raises (the capture ended, its pool use kept for the
+/// caller to release) when the capture was invalidated or a side stream is not joined.
+std::vector<Node> end_capture(uint64_t id);
+
+/// A new pool id for graph_pool_handle-style callers.
+c10::MempoolId_t new_pool_id();
+/// Ends one graph's use of `pool`; with the last use, its cached memory is freed and the pool
+/// is gone once its last block is.
+void release_pool(c10::MempoolId_t pool);
+/// Bytes reserved by `pool` (cached and in use); 0 for an unknown pool.
+int64_t pool_reserved_bytes(c10::MempoolId_t pool);
+
+}  // namespace testdev
