@@ -37,10 +37,9 @@ at::Tensor host_alias(const at::Tensor& tensor) {
   return at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(), options);
 }
 
-// A meta tensor of the same layout: meta kernels give a captured op's output shapes. CPU
-// scalars stay (device ops take them).
+// A meta tensor of the same layout (CPU scalars too): meta kernels give an op's output shapes.
 at::Tensor meta_of(const at::Tensor& tensor) {
-  if (!tensor.defined() || (tensor.device().is_cpu() && tensor.dim() == 0)) return tensor;
+  if (!tensor.defined()) return tensor;
   return at::empty_strided(tensor.sizes(), tensor.strides(), tensor.options().device(at::kMeta));
 }
 
@@ -149,7 +148,8 @@ void copy_into(const c10::IValue& target, const c10::IValue& result) {
 const at::Tensor& resize_device(const at::Tensor& self, c10::IntArrayRef size,
                          std::optional<at::MemoryFormat> memory_format);
 
-void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+// Runs (or records) `op` by its CPU kernel, its output shapes from its meta kernel.
+void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(num_args),
@@ -200,9 +200,9 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     auto meta = meta_args(args);
     try {
       call(op, meta, c10::DispatchKey::Meta);
-    } catch (const c10::Error& error) {
+    } catch (const std::exception& error) {
       TORCH_CHECK(false, "testdev: cannot capture ", name,
-                  ": its output shapes need its meta kernel: ", error.what_without_backtrace());
+                  ": its output shapes need its meta kernel: ", error.what());
     }
     for (size_t r = 0; r < num_returns; ++r) {
       if (written_argument(schema, r) < 0) outputs[r] = device_outputs(meta[r]);
@@ -223,6 +223,22 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     const int written = written_argument(schema, r);
     torch::jit::push(stack, written >= 0 ? args[static_cast<size_t>(written)] : outputs[r]);
   }
+}
+
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) { run_op(op, stack); }
+
+// convolution_overrideable, the convolution a PrivateUse1 device provides, takes
+// aten::convolution's arguments: that op's CPU and meta kernels run it.
+void convolution(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution", "");
+  run_op(op, stack);
+}
+
+// scaled_dot_product_attention's choice of kernel: the math one (composite ops).
+int64_t fused_sdp_choice(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                         const std::optional<at::Tensor>&, double, bool, std::optional<double>,
+                         bool) {
+  return 0;  // sdp::SDPBackend::math
 }
 
 // ---- registered ops ------------------------------------------------------------------------
@@ -298,6 +314,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   m.impl("record_stream", TORCH_FN(record_stream));
+  m.impl("convolution_overrideable", torch::CppFunction::makeFromBoxedFunction<&convolution>());
+  m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
 }
 
 // What the Python helper (tests/testdev.py) calls.
