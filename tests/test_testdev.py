@@ -5,7 +5,6 @@ silently. Oracle: the same ops on the CPU."""
 
 import pytest
 import torch
-
 from testdev import pool_reserved_bytes, testdev  # noqa: F401  (the fixture)
 
 CAPTURING = "operation not permitted when stream is capturing"
@@ -88,7 +87,9 @@ def test_host_synchronisation_during_capture_is_refused(testdev, sync):
         y = x + 1
         with pytest.raises(RuntimeError, match=CAPTURING):
             sync(y)
-        with pytest.raises(RuntimeError, match="invalidated"):  # as cudaErrorStreamCaptureInvalidated
+        with pytest.raises(
+            RuntimeError, match="invalidated"
+        ):  # as cudaErrorStreamCaptureInvalidated
             graph.capture_end()
     torch.accelerator.synchronize()  # after the capture: allowed again
 

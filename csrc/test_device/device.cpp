@@ -1,6 +1,8 @@
 // The test device's runtime: streams, events, captures, the caching allocator with private
 // pools, the device guard and the PrivateUse1 hooks (Note [Test device] in test_device.h).
 
+#include "test_device/test_device.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/CPUAllocator.h>
@@ -18,8 +20,6 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
-
-#include "test_device/test_device.h"
 
 namespace testdev {
 namespace {
@@ -248,8 +248,8 @@ class Allocator final : public c10::DeviceAllocator {
 
   void erase_empty_pools() {
     for (auto it = pools_.begin(); it != pools_.end();) {
-      const bool empty = it->first != c10::MempoolId_t{0, 0} && it->second.uses == 0 &&
-                         it->second.blocks == 0;
+      const bool empty =
+          it->first != c10::MempoolId_t{0, 0} && it->second.uses == 0 && it->second.blocks == 0;
       it = empty ? pools_.erase(it) : std::next(it);
     }
   }
@@ -319,8 +319,7 @@ class Guard final : public c10::impl::DeviceGuardImplInterface {
     Capture& capture = found->second;
     const c10::StreamId id = waiter.id();
     if (!capture.launches.count(id)) {  // a fork: the waiter joins the capture
-      TORCH_CHECK(!stream_captures().count(id), "testdev: stream ", id,
-                  " is in another capture");
+      TORCH_CHECK(!stream_captures().count(id), "testdev: stream ", id, " is in another capture");
       capture.launches[id] = 0;
       stream_captures()[id] = capture.id;
       capture.unjoined.insert(id);
@@ -469,8 +468,8 @@ std::vector<Node> end_capture(uint64_t id) {
   Capture capture = std::move(found->second);
   captures().erase(found);
   for (const auto& [stream, launches] : capture.launches) stream_captures().erase(stream);
-  TORCH_CHECK(capture.invalid.empty(),
-              "testdev: the capture was invalidated: ", capture.invalid, ": ", kCapturingError);
+  TORCH_CHECK(capture.invalid.empty(), "testdev: the capture was invalidated: ", capture.invalid,
+              ": ", kCapturingError);
   if (!capture.unjoined.empty()) {
     std::string streams;
     for (const auto stream : capture.unjoined) streams.append(" ").append(std::to_string(stream));

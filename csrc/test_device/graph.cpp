@@ -2,13 +2,13 @@
 // the launches on the capturing stream and the streams it forks, without running them; replay
 // runs them in capture order on the addresses of capture (Note [Test device] in test_device.h).
 
+#include "test_device/test_device.h"
+
 #include <ATen/core/GraphImplInterface.h>
 #include <c10/util/Exception.h>
 
 #include <string>
 #include <vector>
-
-#include "test_device/test_device.h"
 
 namespace testdev {
 namespace {
@@ -46,6 +46,13 @@ class Graph final : public at::GraphImplInterface {
 
   void replay() override {
     TORCH_CHECK(captured_, "testdev graph: replay without a successful capture");
+    if (launch_is_recorded()) {  // replayed inside a capture: recorded as one node, as a child
+                                 // graph
+      launch("graph replay", [nodes = nodes_]() {
+        for (const auto& node : nodes) node();
+      });
+      return;
+    }
     for (const auto& node : nodes_) node();
   }
 

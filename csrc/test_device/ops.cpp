@@ -3,6 +3,8 @@
 // stream (Note [Test device] in test_device.h); factories, views, copies, resize_ and .item()
 // are registered here. Also the few ops the Python helper calls (testdev::*).
 
+#include "test_device/test_device.h"
+
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
@@ -16,8 +18,6 @@
 
 #include <string>
 #include <vector>
-
-#include "test_device/test_device.h"
 
 namespace testdev {
 namespace {
@@ -59,7 +59,8 @@ c10::IValue map_value(const c10::IValue& value, const Map& map_tensor, c10::Devi
   if (value.isList()) {  // Tensor?[] (index, index_put_)
     const auto list = value.toList();
     auto mapped = c10::impl::GenericList(list.elementType());
-    for (size_t i = 0; i < list.size(); ++i) mapped.push_back(map_value(list.get(i), map_tensor, to));
+    for (size_t i = 0; i < list.size(); ++i)
+      mapped.push_back(map_value(list.get(i), map_tensor, to));
     return mapped;
   }
   return value;
@@ -146,14 +147,13 @@ void copy_into(const c10::IValue& target, const c10::IValue& result) {
 }
 
 const at::Tensor& resize_device(const at::Tensor& self, c10::IntArrayRef size,
-                         std::optional<at::MemoryFormat> memory_format);
+                                std::optional<at::MemoryFormat> memory_format);
 
 // Runs (or records) `op` by its CPU kernel, its output shapes from its meta kernel.
 void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
-  std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(num_args),
-                                stack->end());
+  std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(num_args), stack->end());
   torch::jit::drop(stack, num_args);
   const std::string& name = schema.name();
   const size_t num_returns = schema.returns().size();
@@ -170,7 +170,8 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     for (size_t i = 0; i < num_args; ++i) {
       if (!schema.arguments()[i].is_out() || !args[i].isTensor()) continue;
       const auto sizes = meta[i].toTensor().sizes();
-      if (args[i].toTensor().sizes() != sizes) resize_device(args[i].toTensor(), sizes, std::nullopt);
+      if (args[i].toTensor().sizes() != sizes)
+        resize_device(args[i].toTensor(), sizes, std::nullopt);
     }
   }
 
@@ -179,8 +180,8 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     call(op, host, c10::DispatchKey::CPU);
     for (size_t r = 0; r < num_returns; ++r) {
       const int written = written_argument(schema, r);
-      torch::jit::push(stack, written >= 0 ? args[static_cast<size_t>(written)]
-                                           : to_device(host[r]));
+      torch::jit::push(stack,
+                       written >= 0 ? args[static_cast<size_t>(written)] : to_device(host[r]));
     }
     return;
   }
@@ -191,8 +192,8 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   bool has_new = false;
   for (size_t r = 0; r < num_returns; ++r) {
     const auto& type = schema.returns()[r].type();
-    const bool tensors = type->kind() == c10::TypeKind::TensorType ||
-                         type->isSubtypeOf(*c10::ListType::ofTensors());
+    const bool tensors =
+        type->kind() == c10::TypeKind::TensorType || type->isSubtypeOf(*c10::ListType::ofTensors());
     if (!tensors) check_host_sync(name.c_str(), current_stream());  // a host value: refused
     has_new = has_new || written_argument(schema, r) < 0;
   }
@@ -260,12 +261,12 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 }
 
 const at::Tensor& resize_device(const at::Tensor& self, c10::IntArrayRef size,
-                         std::optional<at::MemoryFormat> memory_format) {
+                                std::optional<at::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
   impl->set_sizes_contiguous(size);
   if (memory_format) impl->empty_tensor_restride(*memory_format);
-  const size_t bytes = static_cast<size_t>(impl->storage_offset() + impl->numel()) *
-                       self.dtype().itemsize();
+  const size_t bytes =
+      static_cast<size_t>(impl->storage_offset() + impl->numel()) * self.dtype().itemsize();
   if (bytes > self.storage().nbytes()) {
     at::detail::getPrivateUse1Hooks().resizePrivateUse1Bytes(self.storage(), bytes);
   }
@@ -320,16 +321,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 // What the Python helper (tests/testdev.py) calls.
 TORCH_LIBRARY(testdev, m) {
-  m.def("is_current_stream_capturing() -> bool",
-        []() { return is_capturing(current_stream()); });
+  m.def("is_current_stream_capturing() -> bool", []() { return is_capturing(current_stream()); });
   m.def("graph_pool_handle() -> int[]", []() {
     const auto pool = new_pool_id();
     return std::vector<int64_t>{static_cast<int64_t>(pool.first),
                                 static_cast<int64_t>(pool.second)};
   });
   m.def("pool_reserved_bytes(int first, int second) -> int", [](int64_t first, int64_t second) {
-    return pool_reserved_bytes({static_cast<c10::CaptureId_t>(first),
-                                static_cast<c10::CaptureId_t>(second)});
+    return pool_reserved_bytes(
+        {static_cast<c10::CaptureId_t>(first), static_cast<c10::CaptureId_t>(second)});
   });
 }
 

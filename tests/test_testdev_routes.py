@@ -1,0 +1,203 @@
+"""The device-graph routes on the test device (Note [Test device] in
+csrc/test_device/test_device.h): ``device_graph="accelerator"`` captures real
+``torch.accelerator.Graph`` objects through the framework adapter (_framework_graphs.py), into
+the device's pools, on the copy pipeline's streams. Oracle: eager PyTorch on the same device;
+one capture per graph, every later call a replay."""
+
+import threading
+
+import pytest
+import torch
+from testdev import pool_reserved_bytes, testdev  # noqa: F401  (the fixture)
+
+import graphdispatch
+from graphdispatch import _C
+from graphdispatch._framework_graphs import FrameworkGraphFactory
+
+ACCELERATOR = {"graph_only": True, "device_graph": "accelerator"}
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(32, 64)
+        self.b = torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        return self.b(torch.nn.functional.gelu(self.a(x))) + x
+
+
+def model_on(device):
+    torch.manual_seed(0)
+    return Mlp().to(device).eval()
+
+
+def test_graph_only_replays_every_call_with_eagers_values(testdev):
+    model = model_on(testdev)
+    compiled = torch.compile(model, backend="graphdispatch", options=ACCELERATOR)
+    with torch.no_grad():
+        calls = [torch.randn(8, 32).to(testdev) for _ in range(4)]
+        pairs = [(compiled(x), model(x)) for x in calls]
+    for got, expected in pairs:  # outputs held across later replays keep their values
+        assert got.device == testdev
+        assert torch.equal(got.cpu(), expected.cpu())
+    stats = graphdispatch.stats()
+    assert stats["routes"] == {"graph_only": 1} and stats["fallbacks"] == {}
+    assert stats["captures"] == 1 and stats["replays"] == 4
+
+
+@pytest.mark.parametrize("copy_stream", [True, False])
+def test_copy_pipeline_and_safe_outputs_off(testdev, copy_stream):
+    # The copy stream's events order the input copies against the caller's stream (a fork
+    # and join the device checks during capture); unsafe outputs are the static outputs.
+    model = model_on(testdev)
+    options = {**ACCELERATOR, "copy_stream": copy_stream, "safe_output_mode": False}
+    compiled = torch.compile(model, backend="graphdispatch", options=options)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 32).to(testdev)
+            assert torch.equal(compiled(x).cpu(), model(x).cpu())
+    stats = graphdispatch.stats()
+    assert stats["fallbacks"] == {} and stats["captures"] == 1 and stats["replays"] == 3
+
+
+def test_eviction_then_clear_then_capture_uses_the_held_pool(testdev):
+    # The fresh-pool fix (Note [Device pools]) on a real allocator: entries evicted, all
+    # cleared, then a capture into the same pool id, which an empty graph holds alive (without
+    # it, the allocator's use_count assert fires: test_testdev.py).
+    runner = _C.GraphRunner(
+        lambda x: (x * 2 + 1,),
+        [False],
+        _C.PyGraphFactory(FrameworkGraphFactory("accelerator")),
+        max_entries=1,
+    )
+    for n in (3, 4, 5):
+        x = torch.randn(n).to(testdev)
+        assert torch.equal(runner(x)[0].cpu(), x.cpu() * 2 + 1)
+    runner.clear()
+    x = torch.randn(6).to(testdev)
+    assert torch.equal(runner(x)[0].cpu(), x.cpu() * 2 + 1)
+    stats = graphdispatch.stats()
+    assert stats["fallbacks"] == {} and stats["captures"] == 4 and stats["evictions"] == 2
+
+
+def test_a_host_sync_in_the_model_falls_back_and_later_captures_work(testdev):
+    # Case G2 on a device that refuses for real: the capture is invalidated, the call served
+    # without a graph, the pool retired; the next signature captures into a new pool.
+    def fn(x):
+        return x + x.cpu().to(x.device)
+
+    compiled = torch.compile(fn, backend="graphdispatch", options=ACCELERATOR)
+    x = torch.randn(4).to(testdev)
+    assert torch.equal(compiled(x).cpu(), fn(x).cpu())
+    stats = graphdispatch.stats()
+    assert stats["captures"] == 0 and stats["fallbacks"] == {"capture_failed": 1}
+    ok = torch.compile(lambda x: x * 7, backend="graphdispatch", options=ACCELERATOR)
+    for _ in range(2):
+        y = torch.randn(5).to(testdev)
+        assert torch.equal(ok(y).cpu(), y.cpu() * 7)
+    assert graphdispatch.stats()["captures"] == 1
+
+
+def test_verified_replays_find_no_mismatch(testdev):
+    model = model_on(testdev)
+    options = {**ACCELERATOR, "verify_replays": 2}
+    compiled = torch.compile(model, backend="graphdispatch", options=options)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(8, 32).to(testdev)
+            assert torch.equal(compiled(x).cpu(), model(x).cpu())
+    stats = graphdispatch.stats()
+    assert stats["verified_replays"] == 2 and stats["fallbacks"] == {}
+
+
+def test_threads_share_one_entry(testdev):
+    model = model_on(testdev)
+    compiled = torch.compile(model, backend="graphdispatch", options=ACCELERATOR)
+    inputs = [torch.randn(8, 32).to(testdev) for _ in range(4)]
+    with torch.no_grad():
+        expected = [model(x).cpu() for x in inputs]
+        compiled(inputs[0])  # capture once, then four threads replay
+    results = [None] * 4
+
+    def call(i):
+        with torch.no_grad():
+            results[i] = compiled(inputs[i]).cpu()
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(torch.equal(got, want) for got, want in zip(results, expected))
+    stats = graphdispatch.stats()
+    assert stats["captures"] == 1 and stats["replays"] == 5 and stats["fallbacks"] == {}
+
+
+def test_entry_bytes_are_the_allocators_bytes(testdev):
+    # The memory ledger: stats()' entry bytes are exactly the allocator's bytes in the pool the
+    # entries share (what each capture added) plus each entry's input buffers (outside it).
+    factory = FrameworkGraphFactory("accelerator")
+    runner = _C.GraphRunner(
+        lambda x: (torch.cat([x, x * 2]).relu(),), [False], _C.PyGraphFactory(factory)
+    )
+    inputs = 0
+    for n in (256, 512, 1024):
+        runner(torch.randn(n).to(testdev))
+        inputs += n * 4  # float32, a multiple of the allocator's 512-byte rounding
+        pool = factory._pools[str(testdev)]
+        assert graphdispatch.stats()["entry_bytes"] == pool_reserved_bytes(pool.id) + inputs
+    assert graphdispatch.stats()["entries"] == 3
+
+
+def test_graph_with_compile_needs_an_inductor_backend_for_the_device(testdev):
+    # Inductor has no code generator for a PrivateUse1 device that registers none: the route
+    # raises as torch.compile's default backend does on it (no graph, no silent fallback).
+    model = model_on(testdev)
+    x = torch.randn(2, 32).to(testdev)
+    for options in ({"graph_with_compile": True, "device_graph": "accelerator"}, None):
+        torch._dynamo.reset()
+        backend = "graphdispatch" if options else "inductor"
+        compiled = torch.compile(model, backend=backend, options=options)
+        with pytest.raises(Exception, match="testdev"), torch.no_grad():
+            compiled(x)
+
+
+def test_a_call_inside_a_callers_capture_is_recorded_into_it(testdev):
+    # Case G8 on a capturing device: with an entry and without one, the call inside the
+    # caller's capture is recorded into the caller's graph, and its replay computes the model.
+    compiled = torch.compile(lambda x: x * 2 + 1, backend="graphdispatch", options=ACCELERATOR)
+    x = torch.ones(4, device=testdev)
+    for has_entry in (True, False):
+        torch._dynamo.reset()
+        graphdispatch.reset()
+        if has_entry:
+            compiled(x)
+        graph = torch.accelerator.Graph()
+        with torch.Stream(testdev):
+            graph.capture_begin()
+            y = compiled(x)
+            graph.capture_end()
+        x.copy_(torch.arange(4.0))
+        graph.replay()
+        assert torch.equal(y.cpu(), torch.arange(4.0) * 2 + 1)
+        x.fill_(1.0)
+
+
+@pytest.mark.parametrize("key", ["sd", "sd3", "flux"])
+def test_demo_pipeline_replays_every_step(testdev, key):
+    pytest.importorskip("diffusers")
+    from graphdispatch import demo
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        eager = demo.Route("eager", "none", None)
+        _, reference = demo.run_route(key, eager, 3, testdev, None)
+        route = demo.Route("graph_only", "accelerator", ACCELERATOR)
+        result, images = demo.run_route(key, route, 3, testdev, reference)
+    finally:
+        torch.set_num_threads(threads)
+    assert demo.check(result) is None, result
+    assert result["fallbacks"] == {} and result["captures"] == 1 and result["replays"] == 6
+    assert images.device == testdev and torch.equal(images.cpu(), reference.cpu())
