@@ -4,6 +4,7 @@ csrc/test_device/test_device.h): ``device_graph="accelerator"`` captures real
 the device's pools, on the copy pipeline's streams. Oracle: eager PyTorch on the same device;
 one capture per graph, every later call a replay."""
 
+import gc
 import threading
 
 import pytest
@@ -201,3 +202,46 @@ def test_demo_pipeline_replays_every_step(testdev, key):
     assert demo.check(result) is None, result
     assert result["fallbacks"] == {} and result["captures"] == 1 and result["replays"] == 6
     assert images.device == testdev and torch.equal(images.cpu(), reference.cpu())
+
+
+def test_deleting_the_model_frees_its_entries_device_memory(testdev):
+    # Case C34 on a device allocator: the entries' buffers and static outputs go with the model.
+    torch.accelerator.synchronize()
+    before = torch.accelerator.memory_allocated()
+    model = model_on(testdev)
+    compiled = torch.compile(model, backend="graphdispatch", options=ACCELERATOR)
+    with torch.no_grad():
+        for batch in (2, 3):
+            compiled(torch.randn(batch, 32).to(testdev))
+    assert graphdispatch.stats()["entries"] == 2
+    assert torch.accelerator.memory_allocated() > before
+    del model, compiled
+    gc.collect()
+    torch._dynamo.reset()
+    assert graphdispatch.stats()["entries"] == 0
+    assert torch.accelerator.memory_allocated() == before
+
+
+def test_explain_reports_the_accelerator_graph(testdev):
+    model = model_on(testdev)
+    with torch.no_grad():
+        report = graphdispatch.explain(model, torch.randn(2, 32).to(testdev), options=ACCELERATOR)
+    (graph,) = report.to_dict()["graphs"]
+    assert graph["fallbacks"] == [] and report.stats["captures"] == 1
+    assert "accelerator" in str(report)
+
+
+def test_mindiesd_scenario_a_picks_the_accelerator_graph(testdev, restore_config):
+    # MindIE-SD's scenario A with only the import changed; "auto" finds the device's graph.
+    from graphdispatch.compat.mindiesd import CompilationConfig, MindieSDBackend
+
+    model = model_on(testdev)
+    CompilationConfig.aclgraph_only = True
+    compiled = torch.compile(model, backend=MindieSDBackend())
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 32).to(testdev)
+            assert torch.equal(compiled(x).cpu(), model(x).cpu())
+    stats = graphdispatch.stats()
+    assert stats["routes"] == {"graph_only": 1} and stats["fallbacks"] == {}
+    assert stats["captures"] == 1 and stats["replays"] == 3
