@@ -30,9 +30,19 @@
 //   thread or, for a "global"/"default" capture, from any thread; and an allocation by the
 //   capturing thread on a stream outside the capture (memory the graph would read from
 //   outside its pool).
-// What it cannot show: real kernels, real asynchrony (eager work finishes before the launch
-// returns, so a missing event between two streams never reads stale data), device libraries'
-// lazy workspaces, and the device's own limits (NPU streams, memory size).
+// What it proves, on every CI run: the framework adapter drives a real torch.accelerator.Graph
+// (capture_begin, capture_end, replay, reset, pool()); pools are held and released as a
+// caching allocator does it (Note [Device pools]); a route that needs a capture to run its
+// work shows NaN, one that syncs the host falls back; the copy pipeline's fork and join of
+// streams is complete; stats()' bytes match the allocator's (tests/test_testdev_routes.py).
+// What only a real device shows (scripts/gpu-check.sh): real kernels and their speed; real
+// asynchrony (here eager work has finished when its launch returns, so a missing event
+// between two streams never reads stale data); device libraries' lazy workspaces (cases G1,
+// G5); pinned memory and non-blocking copies; Inductor's code for the device (it has no code
+// generator for this one, so graph_with_compile raises as torch.compile's default does); the
+// exact refusals of the device's capture mode; NPU's stream budget; memory size and OOM.
+// Loaded, it is the process's torch.accelerator (PrivateUse1 comes first), so CUDA tests
+// never share a process with it.
 
 #include <ATen/core/GraphImplInterface.h>
 #include <c10/core/Device.h>
