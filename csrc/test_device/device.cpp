@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -78,6 +79,13 @@ std::atomic<c10::StreamId> next_stream{1};
 std::atomic<uint64_t> next_capture{1};
 std::atomic<uint64_t> next_pool{1};
 
+// Work on one stream runs in order, whatever thread launched it: each stream's lock is held
+// while its work runs. Guarded by state_mutex().
+std::unordered_map<c10::StreamId, std::unique_ptr<std::recursive_mutex>>& stream_locks() {
+  static std::unordered_map<c10::StreamId, std::unique_ptr<std::recursive_mutex>> all;
+  return all;
+}
+
 Capture* capture_of(c10::StreamId stream) {
   const auto found = stream_captures().find(stream);
   return found == stream_captures().end() ? nullptr : &captures().at(found->second);
@@ -131,9 +139,10 @@ class Allocator final : public c10::DeviceAllocator {
       pool.reserved += static_cast<int64_t>(size);
       pool.blocks += 1;
       reserved_ += static_cast<int64_t>(size);
+      // New memory holds NaN (0xFF bytes) until written: what a capture allocates shows
+      // NaN until a replay writes it. Cached memory keeps what is there, as on a device.
+      std::memset(ptr, 0xFF, size);
     }
-    // Memory a capture allocates holds NaN until a replay writes it.
-    if (pool_id != c10::MempoolId_t{0, 0}) std::memset(ptr, 0xFF, size);
     allocated_ += static_cast<int64_t>(size);
     return {ptr, ptr, &Allocator::free_ptr, device};
   }
@@ -421,6 +430,17 @@ bool is_capturing(c10::StreamId stream) {
 
 bool launch_is_recorded() { return is_capturing(tls_stream); }
 
+std::unique_lock<std::recursive_mutex> run_on_stream() {
+  std::recursive_mutex* lock = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(state_mutex());
+    auto& slot = stream_locks()[tls_stream];
+    if (!slot) slot = std::make_unique<std::recursive_mutex>();
+    lock = slot.get();
+  }
+  return std::unique_lock<std::recursive_mutex>(*lock);
+}
+
 void launch(const char* what, Node work) {
   {
     std::lock_guard<std::mutex> lock(state_mutex());
@@ -432,6 +452,7 @@ void launch(const char* what, Node work) {
       return;
     }
   }
+  const auto on_stream = run_on_stream();
   work();
 }
 

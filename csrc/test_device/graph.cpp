@@ -53,6 +53,7 @@ class Graph final : public at::GraphImplInterface {
       });
       return;
     }
+    const auto on_stream = run_on_stream();
     for (const auto& node : nodes_) node();
   }
 

@@ -177,7 +177,10 @@ void run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   if (!launch_is_recorded()) {
     auto host = host_args(args);
-    call(op, host, c10::DispatchKey::CPU);
+    {
+      const auto on_stream = run_on_stream();
+      call(op, host, c10::DispatchKey::CPU);
+    }
     for (size_t r = 0; r < num_returns; ++r) {
       const int written = written_argument(schema, r);
       torch::jit::push(stack,
@@ -281,6 +284,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
     return dst;
   }
   check_host_sync(on_device(self) ? "copy to the host" : "copy from the host", current_stream());
+  const auto on_stream = run_on_stream();
   host_alias(dst).copy_(host_alias(self));
   return dst;
 }
@@ -292,6 +296,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   check_host_sync(".item()", current_stream());
+  const auto on_stream = run_on_stream();
   return at::_local_scalar_dense(host_alias(self));
 }
 

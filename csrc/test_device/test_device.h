@@ -17,8 +17,10 @@
 //   graph still reads it.
 // - Work: every op runs the CPU kernel on the device memory at once, except on a stream that
 //   is capturing, where it is recorded (with the addresses of its tensors) and not run.
-//   Output shapes during a capture come from the op's meta kernel; captured outputs hold NaN
-//   (0xFF bytes) until a replay writes them. Views run at once (no device work).
+//   Output shapes during a capture come from the op's meta kernel. New device memory holds
+//   NaN (0xFF bytes), cached memory what was there: a captured output shows either until a
+//   replay writes it. Views run at once (no device work). Work on one stream runs in order
+//   whichever thread launches it (a lock per stream); work on two streams may overlap.
 // - Streams and events: a capture starts on one stream (never the default stream); a stream
 //   that waits for an event recorded in the capture joins it, and must be joined back (the
 //   capturing stream waits for an event recorded on it after its last launch) before the
@@ -50,6 +52,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,6 +74,9 @@ bool is_capturing(c10::StreamId stream);
 void launch(const char* what, Node work);
 /// Whether a launch on the current stream is recorded instead of run.
 bool launch_is_recorded();
+/// Held while work runs on the current stream: one stream's work runs in order, as on a
+/// device, whichever threads launch it.
+std::unique_lock<std::recursive_mutex> run_on_stream();
 /// Raises, invalidating the capture concerned, when a host synchronisation named `what` is
 /// not allowed now (Note [Test device]). `stream`: the stream it waits for, 0 for none.
 void check_host_sync(const char* what, c10::StreamId stream);
