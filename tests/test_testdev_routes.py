@@ -5,10 +5,15 @@ the device's pools, on the copy pipeline's streams. Oracle: eager PyTorch on the
 one capture per graph, every later call a replay."""
 
 import gc
+import os
+import textwrap
 import threading
+from pathlib import Path
 
 import pytest
 import torch
+from fork_child import FORK_HELPER
+from plugin.plugin_helpers import run_script
 from testdev import pool_reserved_bytes, testdev  # noqa: F401  (the fixture)
 
 import graphdispatch
@@ -278,3 +283,38 @@ def test_two_entries_replayed_from_threads_on_one_stream(testdev):
     for thread in threads:
         thread.join()
     assert wrong == [] and graphdispatch.stats()["fallbacks"] == {}
+
+
+FORK_SCRIPT = FORK_HELPER + textwrap.dedent("""
+    import sys
+    sys.path.insert(0, TESTS)
+    import torch, graphdispatch, testdev
+    device = testdev.load()
+    G = torch.compile(lambda x: x * 3 - 1, backend="graphdispatch",
+                      options={"graph_only": True, "device_graph": "accelerator"})
+    x = torch.arange(4.0).to(device)
+    G(x)  # an entry and the device's pool in the parent
+
+    def child():
+        # The child forgets entries and pools (Note [Fork]): its captures take a new pool.
+        values = [G(x).cpu().tolist(), G(x * 2).cpu().tolist()]
+        s = graphdispatch.stats()
+        return {"values": values, "captures": s["captures"], "replays": s["replays"],
+                "fallbacks": s["fallbacks"]}
+
+    print(json.dumps({"child": in_child(child, 60), "parent": G(x).cpu().tolist()}), flush=True)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_captures_on_the_device(testdev):
+    tests = str(Path(__file__).resolve().parent)
+    script = f"TESTS = {tests!r}\n" + FORK_SCRIPT
+    report = run_script(script)
+    child = report["child"]
+    assert child["ok"], child
+    expected = (torch.arange(4.0) * 3 - 1).tolist()
+    assert child["value"]["values"] == [expected, (torch.arange(4.0) * 6 - 1).tolist()]
+    counts = {k: child["value"][k] for k in ("captures", "replays", "fallbacks")}
+    assert counts == {"captures": 1, "replays": 2, "fallbacks": {}}
+    assert report["parent"] == expected
