@@ -318,3 +318,67 @@ def test_a_forked_child_captures_on_the_device(testdev):
     counts = {k: child["value"][k] for k in ("captures", "replays", "fallbacks")}
     assert counts == {"captures": 1, "replays": 2, "fallbacks": {}}
     assert report["parent"] == expected
+
+
+class Decay(torch.nn.Module):
+    """State replaced by a new tensor every call (case C35)."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.register_buffer("h", torch.zeros(4, device=device))
+
+    def forward(self, x):
+        self.h = self.h * 0.5 + x
+        return self.h * 2
+
+
+def test_moving_state_recaptures_at_most_max_recaptures_times(testdev):
+    # On a device allocator the replaced state's memory is handed out again at once: values
+    # stay eager's, recaptures stay bounded, the rest falls back by its reason.
+    model, eager = Decay(testdev), Decay(testdev)
+    options = {**ACCELERATOR, "max_recaptures": 2}
+    compiled = torch.compile(model, backend="graphdispatch", options=options)
+    for k in range(12):
+        x = torch.full((4,), float(k), device=testdev)
+        assert torch.equal(compiled(x).cpu(), eager(x).cpu()), k
+    assert torch.equal(model.h.cpu(), eager.h.cpu())
+    stats = graphdispatch.stats()
+    assert stats["recaptures"] <= 2 and stats["captures"] <= 3
+    assert stats["replays"] + stats["fallbacks"]["static_inputs_moving"] == 12
+
+
+NPU_SCRIPT = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, TESTS)
+    import torch, graphdispatch, testdev
+    from graphdispatch._device_graphs import choose_kind
+    device = testdev.load("npu")  # PrivateUse1 named npu, with a torch.npu of NPUGraph
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8)).to(device).eval()
+    G = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    equal = []
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(4, 8).to(device)
+            equal.append(torch.equal(G(x).cpu(), model(x).cpu()))
+    s = graphdispatch.stats()
+    print(json.dumps({"kind": choose_kind("auto", device)[0], "equal": equal,
+                      "captures": s["captures"], "replays": s["replays"],
+                      "fallbacks": s["fallbacks"]}), flush=True)
+""")
+
+
+def test_the_npu_kinds_adapter_on_the_device_named_npu(testdev):
+    # The npu kind's own branch of the factory (NPUGraph, graph_pool_handle, capture_begin's
+    # pool and thread_local mode), picked by "auto", over the same device renamed npu.
+    tests = str(Path(__file__).resolve().parent)
+    report = run_script(f"TESTS = {tests!r}\n" + NPU_SCRIPT)
+    del report["_returncode"]
+    assert report == {
+        "kind": "npu",
+        "equal": [True, True, True],
+        "captures": 1,
+        "replays": 3,
+        "fallbacks": {},
+    }

@@ -4,12 +4,15 @@ behind ``torch.accelerator.Graph``. Built with the tests (``GRAPHDISPATCH_BUILD_
 scripts/test.sh builds) into build/python; ``GRAPHDISPATCH_TEST_DEVICE`` names another build.
 
 ``load()`` loads it once per process, renames PrivateUse1 ``testdev`` and registers
-``torch.testdev``; from then on it is the process's ``torch.accelerator``. The ``testdev``
-fixture skips when the library was not built.
+``torch.testdev``; from then on it is the process's ``torch.accelerator``. ``load("npu")``
+names it ``npu`` instead, with the few names of torch_npu's ``torch.npu`` the ``npu`` graph
+kind calls (``NPUGraph`` over the device's graph): a process of its own does that
+(test_testdev_routes.py). The ``testdev`` fixture skips when the library was not built.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import types
 from pathlib import Path
@@ -31,10 +34,35 @@ def library_path() -> str | None:
     return str(found[0]) if found else None
 
 
-def _module() -> types.ModuleType:
-    """``torch.testdev``: what torch and graphdispatch look up on a device type's module."""
+class NPUGraph:
+    """torch_npu's ``NPUGraph`` capture protocol (pool and mode given to capture_begin) over
+    the device's ``torch.accelerator.Graph``."""
+
+    def __init__(self) -> None:
+        self._graph: torch.accelerator.Graph | None = None
+
+    def capture_begin(self, pool=None, capture_error_mode="global") -> None:
+        self._graph = torch.accelerator.Graph(pool=pool, capture_error_mode=capture_error_mode)
+        self._graph.capture_begin()
+
+    def capture_end(self) -> None:
+        self._graph.capture_end()
+
+    def replay(self) -> None:
+        self._graph.replay()
+
+    def reset(self) -> None:
+        if self._graph is not None:
+            self._graph.reset()
+
+    def pool(self) -> tuple[int, int]:
+        return self._graph.pool()
+
+
+def _module(name: str) -> types.ModuleType:
+    """``torch.<name>``: what torch and graphdispatch look up on a device type's module."""
     ops = torch.ops.testdev
-    module = types.ModuleType(f"torch.{NAME}")
+    module = types.ModuleType(f"torch.{name}")
     module.is_available = lambda: True
     module.device_count = lambda: 1
     module.current_device = lambda: 0
@@ -48,13 +76,17 @@ def _module() -> types.ModuleType:
     # generator, which torch.manual_seed seeds already.
     module._is_in_bad_fork = lambda: False
     module.manual_seed_all = lambda seed: None
+    if name == "npu":
+        module.NPUGraph = NPUGraph
+        module.graph = None  # present, as the npu kind checks; the shim has no context manager
+        module.device = lambda index: contextlib.nullcontext()
     return module
 
 
-def load() -> torch.device:
-    """Loads the test device (once per process) and returns ``testdev:0``; raises
+def load(name: str = NAME) -> torch.device:
+    """Loads the test device (once per process) as ``name`` and returns ``<name>:0``; raises
     FileNotFoundError when it was not built."""
-    if getattr(torch, NAME, None) is None:
+    if torch._C._get_privateuse1_backend_name() != name:
         path = library_path()
         if path is None:
             raise FileNotFoundError(
@@ -62,10 +94,10 @@ def load() -> torch.device:
                 "(scripts/test.sh does)"
             )
         torch.ops.load_library(path)
-        torch.utils.rename_privateuse1_backend(NAME)
-        torch._register_device_module(NAME, _module())
+        torch.utils.rename_privateuse1_backend(name)
+        torch._register_device_module(name, _module(name))
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
-    return torch.device(NAME, 0)
+    return torch.device(name, 0)
 
 
 def pool_reserved_bytes(pool: tuple[int, int]) -> int:
