@@ -252,37 +252,30 @@ def test_mindiesd_scenario_a_picks_the_accelerator_graph(testdev, restore_config
     assert stats["captures"] == 1 and stats["replays"] == 3
 
 
-def test_two_entries_replayed_from_threads_on_one_stream(testdev):
-    # Two signatures whose graphs share the device's pool (and intermediates of one size),
-    # replayed at the same time from two threads on one stream, as docs/usage.md ("Threads and
-    # streams") asks: the stream orders them, each call gets eager's values. (From threads on
-    # two streams the same graphs overwrite each other's intermediates, as usage.md warns: the
-    # test device shows it in most calls.)
+@pytest.mark.xfail(
+    strict=True,
+    reason="found by the test device, not fixed: an entry's static outputs may lie in memory an "
+    "earlier capture of the shared pool used for intermediates, which that graph's replays "
+    "still write (the report of issue 38)",
+)
+def test_a_held_unsafe_output_survives_another_entrys_replay(testdev):
+    # docs/usage.md ("safe_output_mode"): no replay changes what anyone holds. Entry A (large
+    # intermediates, freed into the device's pool when its capture ends) is captured first;
+    # entry B's static output is then cut from that freed memory, which A's graph writes on
+    # every replay: B's output, held across a call of A, changes under its holder.
     def fn(x):
-        t = x.sum(0)
-        u = t * 2 + 1
-        for _ in range(5):
-            u = (u * 0.5 + t).sin()
-        return x * u
+        return (((x * 2).sin() + 1).sum(0),)
 
-    compiled = torch.compile(fn, backend="graphdispatch", options=ACCELERATOR)
-    inputs = [torch.randn(2, 1024).to(testdev), torch.randn(4, 1024).to(testdev)]
-    expected = [fn(x).cpu() for x in inputs]
-    for x in inputs:
-        compiled(x)
-    wrong = []
-
-    def call(i):
-        for _ in range(50):
-            if not torch.equal(compiled(inputs[i]).cpu(), expected[i]):
-                wrong.append(i)
-
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert wrong == [] and graphdispatch.stats()["fallbacks"] == {}
+    factory = _C.PyGraphFactory(FrameworkGraphFactory("accelerator"))  # a pool of its own
+    runner = _C.GraphRunner(fn, [False], factory, safe_output_mode=False)
+    x_a, x_b = torch.randn(64, 256).to(testdev), torch.randn(4, 256).to(testdev)
+    runner(x_a)
+    runner(x_b)
+    (held,) = runner(x_b)
+    expected = fn(x_b)[0].cpu()
+    runner(x_a)
+    assert graphdispatch.stats()["captures"] == 2
+    assert torch.equal(held.cpu(), expected)
 
 
 FORK_SCRIPT = FORK_HELPER + textwrap.dedent("""

@@ -47,16 +47,20 @@ struct Event {
   std::chrono::steady_clock::time_point time;
 };
 
+// A block of a segment (one host allocation); a segment's blocks tile it in address order.
 struct Block {
   size_t size = 0;
   c10::MempoolId_t pool{0, 0};
+  char* segment = nullptr;
+  size_t segment_size = 0;
+  bool free = false;
 };
 
 struct Pool {
   int64_t uses = 0;  // graphs holding the pool (private pools only)
-  int64_t reserved = 0;
-  int64_t blocks = 0;  // blocks of the pool, cached or in use
-  std::multimap<size_t, void*> cached;
+  int64_t reserved = 0;  // bytes of its segments
+  int64_t segments = 0;
+  std::multimap<size_t, char*> cached;  // free blocks by size
 };
 
 std::mutex& state_mutex() {
@@ -114,6 +118,9 @@ Capture* capture_refusing_sync(c10::StreamId stream) {
 
 constexpr size_t kRound = 512;
 
+// As CUDA's caching allocator: a request takes the smallest cached block of its pool that
+// fits, split when larger; freed blocks merge with free neighbours of their segment; a pool
+// without uses frees its whole free segments.
 class Allocator final : public c10::DeviceAllocator {
  public:
   c10::DataPtr allocate(size_t bytes) override {
@@ -128,20 +135,29 @@ class Allocator final : public c10::DeviceAllocator {
       refuse(*own, "allocation on a stream outside the capture, outside the capture's pool");
     }
     Pool& pool = pools_[pool_id];
-    void* ptr = nullptr;
-    if (const auto hit = pool.cached.find(size); hit != pool.cached.end()) {
+    char* ptr = nullptr;
+    if (const auto hit = pool.cached.lower_bound(size); hit != pool.cached.end()) {
       ptr = hit->second;
       pool.cached.erase(hit);
+      Block& block = blocks_.at(ptr);
+      if (block.size > size) {  // the rest stays cached
+        Block rest = block;
+        rest.size = block.size - size;
+        blocks_.emplace(ptr + size, rest);
+        pool.cached.emplace(rest.size, ptr + size);
+        block.size = size;
+      }
+      block.free = false;
     } else {
-      ptr = std::aligned_alloc(64, size);
+      ptr = static_cast<char*>(std::aligned_alloc(64, size));
       TORCH_CHECK(ptr, "testdev: out of memory allocating ", size, " bytes");
-      blocks_[ptr] = Block{size, pool_id};
-      pool.reserved += static_cast<int64_t>(size);
-      pool.blocks += 1;
-      reserved_ += static_cast<int64_t>(size);
-      // New memory holds NaN (0xFF bytes) until written: what a capture allocates shows
-      // NaN until a replay writes it. Cached memory keeps what is there, as on a device.
+      // New memory holds NaN (0xFF bytes) until written: what a capture allocates shows NaN
+      // until a replay writes it. Cached memory keeps what is there, as on a device.
       std::memset(ptr, 0xFF, size);
+      blocks_.emplace(ptr, Block{size, pool_id, ptr, size, false});
+      pool.reserved += static_cast<int64_t>(size);
+      pool.segments += 1;
+      reserved_ += static_cast<int64_t>(size);
     }
     allocated_ += static_cast<int64_t>(size);
     return {ptr, ptr, &Allocator::free_ptr, device};
@@ -226,45 +242,76 @@ class Allocator final : public c10::DeviceAllocator {
 
   static void free_ptr(void* ptr);
 
-  void free_block(void* ptr) {
+  void free_block(char* ptr) {
     std::lock_guard<std::mutex> lock(state_mutex());
-    const auto block = blocks_.find(ptr);
-    TORCH_INTERNAL_ASSERT(block != blocks_.end(), "testdev: freeing unknown memory");
-    allocated_ -= static_cast<int64_t>(block->second.size);
-    Pool& pool = pools_[block->second.pool];
-    const bool released = block->second.pool != c10::MempoolId_t{0, 0} && pool.uses == 0;
-    if (released) {
-      drop(pool, ptr);
+    auto it = blocks_.find(ptr);
+    TORCH_INTERNAL_ASSERT(it != blocks_.end() && !it->second.free,
+                          "testdev: freeing unknown memory");
+    allocated_ -= static_cast<int64_t>(it->second.size);
+    Pool& pool = pools_[it->second.pool];
+    it->second.free = true;
+    if (const auto next = std::next(it); mergeable(it, next)) {
+      uncache(pool, next);
+      it->second.size += next->second.size;
+      blocks_.erase(next);
+    }
+    if (it != blocks_.begin()) {
+      if (const auto prev = std::prev(it); mergeable(prev, it)) {
+        uncache(pool, prev);
+        prev->second.size += it->second.size;
+        blocks_.erase(it);
+        it = prev;
+      }
+    }
+    pool.cached.emplace(it->second.size, it->first);
+    if (it->second.pool != c10::MempoolId_t{0, 0} && pool.uses == 0) {
+      release_cached(pool);
       erase_empty_pools();
-    } else {
-      pool.cached.emplace(block->second.size, ptr);
     }
   }
 
-  void release_cached(Pool& pool) {
-    for (const auto& [size, ptr] : pool.cached) drop(pool, ptr);
-    pool.cached.clear();
+  bool mergeable(std::map<char*, Block>::iterator a, std::map<char*, Block>::iterator b) const {
+    return b != blocks_.end() && a->second.free && b->second.free &&
+           a->second.segment == b->second.segment;
   }
 
-  void drop(Pool& pool, void* ptr) {
-    const auto block = blocks_.find(ptr);
-    pool.reserved -= static_cast<int64_t>(block->second.size);
-    pool.blocks -= 1;
-    reserved_ -= static_cast<int64_t>(block->second.size);
-    blocks_.erase(block);
-    std::free(ptr);
+  static void uncache(Pool& pool, std::map<char*, Block>::iterator block) {
+    auto [first, last] = pool.cached.equal_range(block->second.size);
+    for (auto it = first; it != last; ++it) {
+      if (it->second == block->first) {
+        pool.cached.erase(it);
+        return;
+      }
+    }
+  }
+
+  // Frees the pool's segments that are one free block.
+  void release_cached(Pool& pool) {
+    for (auto it = pool.cached.begin(); it != pool.cached.end();) {
+      const Block& block = blocks_.at(it->second);
+      if (block.size != block.segment_size) {
+        ++it;
+        continue;
+      }
+      pool.reserved -= static_cast<int64_t>(block.size);
+      pool.segments -= 1;
+      reserved_ -= static_cast<int64_t>(block.size);
+      std::free(block.segment);
+      blocks_.erase(it->second);
+      it = pool.cached.erase(it);
+    }
   }
 
   void erase_empty_pools() {
     for (auto it = pools_.begin(); it != pools_.end();) {
-      const bool empty =
-          it->first != c10::MempoolId_t{0, 0} && it->second.uses == 0 && it->second.blocks == 0;
+      const bool empty = it->first != c10::MempoolId_t{0, 0} && it->second.uses == 0 &&
+                         it->second.segments == 0;
       it = empty ? pools_.erase(it) : std::next(it);
     }
   }
 
   std::map<c10::MempoolId_t, Pool> pools_;
-  std::unordered_map<void*, Block> blocks_;
+  std::map<char*, Block> blocks_;
   int64_t reserved_ = 0;
   int64_t allocated_ = 0;
 };
@@ -275,7 +322,7 @@ Allocator& allocator() {
 }
 
 void Allocator::free_ptr(void* ptr) {
-  if (ptr != nullptr) allocator().free_block(ptr);
+  if (ptr != nullptr) allocator().free_block(static_cast<char*>(ptr));
 }
 
 // Registered at load: GetAllocator(PrivateUse1) is this allocator.
