@@ -256,7 +256,7 @@ def test_mindiesd_scenario_a_picks_the_accelerator_graph(testdev, restore_config
     strict=True,
     reason="found by the test device, not fixed: an entry's static outputs may lie in memory an "
     "earlier capture of the shared pool used for intermediates, which that graph's replays "
-    "still write (the report of issue 38)",
+    'still write (docs/usage.md, "safe_output_mode")',
 )
 def test_a_held_unsafe_output_survives_another_entrys_replay(testdev):
     # docs/usage.md ("safe_output_mode"): no replay changes what anyone holds. Entry A (large
