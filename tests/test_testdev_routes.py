@@ -375,3 +375,48 @@ def test_the_npu_kinds_adapter_on_the_device_named_npu(testdev):
         "replays": 3,
         "fallbacks": {},
     }
+
+
+def flux_inputs(device, tokens):
+    """tiny_flux_inputs() with ``tokens`` image tokens, on ``device``."""
+    return dict(
+        hidden_states=torch.randn(1, tokens, 16).to(device),
+        encoder_hidden_states=torch.randn(1, 6, 32).to(device),
+        pooled_projections=torch.randn(1, 16).to(device),
+        timestep=torch.tensor([0.5]).to(device),
+        guidance=torch.tensor([3.5]).to(device),
+        img_ids=torch.zeros(tokens, 3).to(device),
+        txt_ids=torch.zeros(6, 3).to(device),
+        return_dict=False,
+    )
+
+
+def test_the_memory_ledger_of_eight_flux_sizes(testdev):
+    # The serving ledger: each entry's bytes in stats() are exactly what its capture added to
+    # the device's pool (the allocator's own count) plus its input buffers; captured largest
+    # first (as graphdispatch.warmup orders them), the smaller entries reuse the largest's
+    # freed intermediates, so the eight hold at most 1.15x the largest.
+    pytest.importorskip("diffusers")
+    from graphdispatch.tiny_pipelines import tiny_flux_transformer
+
+    torch.manual_seed(0)
+    model = tiny_flux_transformer().to(testdev).eval()
+    # One graph for every size: each size one entry of it.
+    compiled = torch.compile(model, backend="graphdispatch", options=ACCELERATOR, dynamic=True)
+
+    def pool_bytes():  # the graph pools' bytes (only the backend's grows here)
+        return pool_reserved_bytes((0, 0))
+
+    per_entry = []
+    with torch.no_grad():
+        for tokens in (128, 112, 96, 80, 64, 48, 32, 16):
+            kwargs = flux_inputs(testdev, tokens)
+            entry_before, pool_before = graphdispatch.stats()["entry_bytes"], pool_bytes()
+            torch.testing.assert_close(compiled(**kwargs)[0].cpu(), model(**kwargs)[0].cpu())
+            buffers = sum(v.nbytes for v in kwargs.values() if isinstance(v, torch.Tensor))
+            entry = graphdispatch.stats()["entry_bytes"] - entry_before
+            assert entry == pool_bytes() - pool_before + buffers, tokens
+            per_entry.append(entry)
+    stats = graphdispatch.stats()
+    assert stats["captures"] == 8 and stats["entries"] == 8 and stats["fallbacks"] == {}
+    assert sum(per_entry) <= 1.15 * max(per_entry), per_entry

@@ -101,7 +101,8 @@ def load(name: str = NAME) -> torch.device:
 
 
 def pool_reserved_bytes(pool: tuple[int, int]) -> int:
-    """Bytes the test device's allocator holds in ``pool`` (cached and in use)."""
+    """Bytes the test device's allocator holds in ``pool`` (cached and in use); for (0, 0),
+    in every private (graph) pool."""
     return int(torch.ops.testdev.pool_reserved_bytes(*pool))
 
 

@@ -224,6 +224,11 @@ class Allocator final : public c10::DeviceAllocator {
 
   int64_t pool_reserved(c10::MempoolId_t pool_id) {
     std::lock_guard<std::mutex> lock(state_mutex());
+    if (pool_id == c10::MempoolId_t{0, 0}) {  // every private pool
+      int64_t bytes = 0;
+      for (const auto& [id, pool] : pools_) bytes += id == pool_id ? 0 : pool.reserved;
+      return bytes;
+    }
     const auto found = pools_.find(pool_id);
     return found == pools_.end() ? 0 : found->second.reserved;
   }

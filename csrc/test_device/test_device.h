@@ -94,7 +94,8 @@ c10::MempoolId_t new_pool_id();
 /// Ends one graph's use of `pool`; with the last use, its cached memory is freed and the pool
 /// is gone once its last block is.
 void release_pool(c10::MempoolId_t pool);
-/// Bytes reserved by `pool` (cached and in use); 0 for an unknown pool.
+/// Bytes reserved by `pool` (cached and in use); 0 for an unknown pool; for {0, 0}, the
+/// bytes of every private pool.
 int64_t pool_reserved_bytes(c10::MempoolId_t pool);
 
 }  // namespace testdev
