@@ -395,6 +395,8 @@ def test_the_memory_ledger_of_eight_flux_sizes(testdev):
     pytest.importorskip("diffusers")
     from graphdispatch.tiny_pipelines import tiny_flux_transformer
 
+    gc.collect()
+    torch.accelerator.empty_cache()  # the pool keeps no memory of earlier tests' entries
     torch.manual_seed(0)
     model = tiny_flux_transformer().to(testdev).eval()
     # One graph for every size: each size one entry of it.
