@@ -57,7 +57,7 @@ struct Block {
 };
 
 struct Pool {
-  int64_t uses = 0;  // graphs holding the pool (private pools only)
+  int64_t uses = 0;      // graphs holding the pool (private pools only)
   int64_t reserved = 0;  // bytes of its segments
   int64_t segments = 0;
   std::multimap<size_t, char*> cached;  // free blocks by size
@@ -309,8 +309,8 @@ class Allocator final : public c10::DeviceAllocator {
 
   void erase_empty_pools() {
     for (auto it = pools_.begin(); it != pools_.end();) {
-      const bool empty = it->first != c10::MempoolId_t{0, 0} && it->second.uses == 0 &&
-                         it->second.segments == 0;
+      const bool empty =
+          it->first != c10::MempoolId_t{0, 0} && it->second.uses == 0 && it->second.segments == 0;
       it = empty ? pools_.erase(it) : std::next(it);
     }
   }
