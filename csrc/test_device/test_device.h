@@ -3,7 +3,7 @@
 // The test device's shared state: its streams, its captures and its allocator's pools, as
 // the three files of csrc/test_device/ use them (device.cpp keeps them, ops.cpp launches onto
 // them, graph.cpp captures and replays). Internal to the test device; tests reach it through
-// tests/test_device_helper.py.
+// tests/testdev.py.
 //
 // Note [Test device]
 // A PrivateUse1 device of host memory, renamed "testdev" by the Python helper, that behaves as
@@ -14,7 +14,8 @@
 //   graph holds a use of it, and a capture into a pool whose uses all ended hits the
 //   allocator's assert, as CUDACachingAllocator's create_or_incref does (pytorch#198794).
 //   Freed memory of a pool is handed to the next allocation in that pool at once, whatever
-//   graph still reads it.
+//   graph still reads it: a request takes the smallest cached block that fits, split when
+//   larger, and freed blocks merge with their free neighbours, as CUDA's allocator does.
 // - Work: every op runs the CPU kernel on the device memory at once, except on a stream that
 //   is capturing, where it is recorded (with the addresses of its tensors) and not run.
 //   Output shapes during a capture come from the op's meta kernel. New device memory holds
@@ -36,7 +37,9 @@
 // (capture_begin, capture_end, replay, reset, pool()); pools are held and released as a
 // caching allocator does it (Note [Device pools]); a route that needs a capture to run its
 // work shows NaN, one that syncs the host falls back; the copy pipeline's fork and join of
-// streams is complete; stats()' bytes match the allocator's (tests/test_testdev_routes.py).
+// streams is complete; stats()' bytes are the allocator's, and entries captured largest first
+// reuse the largest's memory (tests/test_testdev_routes.py). It found that an entry's static
+// outputs may lie in an earlier capture's intermediates (Note [Outputs still held]).
 // What only a real device shows (scripts/gpu-check.sh): real kernels and their speed; real
 // asynchrony (here eager work has finished when its launch returns, so a missing event
 // between two streams never reads stale data); device libraries' lazy workspaces (cases G1,
