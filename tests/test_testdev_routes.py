@@ -14,7 +14,7 @@ import pytest
 import torch
 from fork_child import FORK_HELPER
 from plugin.plugin_helpers import run_script
-from testdev import pool_reserved_bytes, testdev  # noqa: F401  (the fixture)
+from testdev import pool_reserved_bytes, slow_launches, testdev  # noqa: F401  (the fixture)
 
 import graphdispatch
 from graphdispatch import _C
@@ -272,6 +272,35 @@ def test_a_held_unsafe_output_survives_another_entrys_replay(testdev):
     stats = graphdispatch.stats()
     assert stats["captures"] == 2 and stats["held_outputs_copied"] == 1
     assert torch.equal(held.cpu(), expected)
+
+
+def test_two_entries_called_from_threads_on_one_stream_get_their_own_values(testdev):
+    # Found on the test device (Note [Replay]): entry B's static output is cut from entry A's
+    # freed intermediates; a thread's replay of A launched between B's replay and the copy of
+    # B's output wrote it first. Slowed launches make the threads interleave on every call.
+    def fn(x):
+        return (((x * 2).sin() + 1).sum(0),)
+
+    factory = _C.PyGraphFactory(FrameworkGraphFactory("accelerator"))  # a pool of its own
+    runner = _C.GraphRunner(fn, [False], factory)
+    inputs = [torch.randn(64, 256).to(testdev), torch.randn(4, 256).to(testdev)]
+    expected = [fn(x)[0].cpu() for x in inputs]
+    for x in inputs:
+        runner(x)
+    wrong = []
+
+    def call(i):
+        for _ in range(2000):
+            if not torch.equal(runner(inputs[i])[0].cpu(), expected[i]):
+                wrong.append(i)
+
+    with slow_launches(50):
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert wrong == [] and graphdispatch.stats()["captures"] == 2
 
 
 FORK_SCRIPT = FORK_HELPER + textwrap.dedent("""

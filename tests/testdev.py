@@ -106,6 +106,17 @@ def pool_reserved_bytes(pool: tuple[int, int]) -> int:
     return int(torch.ops.testdev.pool_reserved_bytes(*pool))
 
 
+@contextlib.contextmanager
+def slow_launches(microseconds: int):
+    """Every launch the test device runs waits ``microseconds`` first, so launches from several
+    threads interleave on every call."""
+    torch.ops.testdev.set_launch_delay_us(microseconds)
+    try:
+        yield
+    finally:
+        torch.ops.testdev.set_launch_delay_us(0)
+
+
 @pytest.fixture
 def testdev() -> torch.device:
     """``testdev:0``."""

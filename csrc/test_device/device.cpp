@@ -482,7 +482,14 @@ bool is_capturing(c10::StreamId stream) {
 
 bool launch_is_recorded() { return is_capturing(tls_stream); }
 
+std::atomic<int64_t> launch_delay_us{0};
+
+void set_launch_delay_us(int64_t us) { launch_delay_us = us; }
+
 std::unique_lock<std::recursive_mutex> run_on_stream() {
+  if (const int64_t delay = launch_delay_us.load()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(delay));
+  }
   std::recursive_mutex* lock = nullptr;
   {
     std::lock_guard<std::mutex> guard(state_mutex());

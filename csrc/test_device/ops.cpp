@@ -332,6 +332,7 @@ TORCH_LIBRARY(testdev, m) {
     return std::vector<int64_t>{static_cast<int64_t>(pool.first),
                                 static_cast<int64_t>(pool.second)};
   });
+  m.def("set_launch_delay_us(int us) -> ()", [](int64_t us) { set_launch_delay_us(us); });
   m.def("pool_reserved_bytes(int first, int second) -> int", [](int64_t first, int64_t second) {
     return pool_reserved_bytes(
         {static_cast<c10::CaptureId_t>(first), static_cast<c10::CaptureId_t>(second)});

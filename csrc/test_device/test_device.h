@@ -80,6 +80,9 @@ bool launch_is_recorded();
 /// Held while work runs on the current stream: one stream's work runs in order, as on a
 /// device, whichever threads launch it.
 std::unique_lock<std::recursive_mutex> run_on_stream();
+/// For tests: every launch that runs waits `us` microseconds first (0: none), so launches
+/// from several threads interleave as a device's queue takes them.
+void set_launch_delay_us(int64_t us);
 /// Raises, invalidating the capture concerned, when a host synchronisation named `what` is
 /// not allowed now (Note [Test device]). `stream`: the stream it waits for, 0 for none.
 void check_host_sync(const char* what, c10::StreamId stream);
