@@ -4,7 +4,11 @@
 # logs under $OUT (default ./out), and the pipeline bench beside cudagraph trees. Budget: under
 # 8 minutes. Packages missing there (diffusers, transformers) can travel as wheels in .whl/ (see
 # docs); without them the diffusers tests skip and the demo is not run. The device tests include
-# a pool emptied and captured into again (test_cuda_graphs.py, case G3).
+# a pool emptied and captured into again (test_cuda_graphs.py, case G3). The test device
+# (csrc/test_device/) runs the device-graph routes on every CI run; what only a real device
+# shows is listed in its Note [Test device] (csrc/test_device/test_device.h), and is what this
+# script checks. Only `device`-marked tests run here: the test device, loaded, would be the
+# process's torch.accelerator in place of CUDA.
 #
 # The install goes into a venv that sees the system's packages (--system-site-packages: its
 # torch, scikit-build-core, pybind11), made without pip (--without-pip: no ensurepip needed) and

@@ -214,7 +214,8 @@ def test_listed_tests_exist(cid, cells):
             )
 
 
-SOURCE_FOLDERS = {"csrc/runtime", "csrc/bindings", "csrc/tests", "src/graphdispatch", "tests",
+SOURCE_FOLDERS = {"csrc/runtime", "csrc/bindings", "csrc/tests", "csrc/test_device",
+                  "src/graphdispatch", "tests",
                   "tools/portdiff", "bench", "scripts", "docs"}  # fmt: skip
 
 

@@ -5,6 +5,7 @@
 #include "runtime/copy_pipeline.h"
 #include "runtime/cpu_graph/cpu_graph.h"
 #include "runtime/graph_runner.h"
+#include "runtime/output_plan.h"
 #include "runtime/process_budget.h"
 #include "runtime/runner_option_table.h"
 #include "runtime/stats.h"
@@ -293,6 +294,7 @@ void init_stats(py::module_& m, py::module_& testing) {
     reset_capture_locks_after_fork();
     reset_cpu_graph_after_fork();
     ProcessBudget::get().reset_after_fork();
+    OutputPlan::reset_after_fork();
   });
 }
 

@@ -68,6 +68,10 @@ class CopyPipeline final {
   /// Makes `waiter` wait for the work queued so far on `signaler`. Capture-time only: it
   /// makes its own event.
   void order(c10::Stream signaler, c10::Stream waiter);
+  /// Held by a replay on a device from its graph's launch to its outputs' hand-out, so no
+  /// other entry's replay comes between them (Note [Replay]). Recursive: a replay may run
+  /// another (the emulated graph calls Python).
+  std::recursive_mutex& replay_order() { return replay_order_; }
   bool has_streams() const { return capture_stream_.has_value(); }
 
  private:
@@ -80,6 +84,7 @@ class CopyPipeline final {
   std::optional<c10::Event> before_copy_;
   std::optional<c10::Event> after_copy_;
   std::mutex mutex_;
+  std::recursive_mutex replay_order_;
 };
 
 /// Makes `stream`, one of `pipeline`'s, current for its lifetime: on entry it waits for the

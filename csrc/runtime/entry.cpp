@@ -236,6 +236,8 @@ std::vector<c10::IValue> Entry::replay(const std::vector<c10::IValue>& inputs,
               input_buffers_.size(), " inputs, got ", inputs.size());
   auto& stats = Stats::get();
   std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::recursive_mutex> device_order;  // Note [Replay]
+  if (!device_.is_cpu()) device_order = std::unique_lock(pipeline_->replay_order());
   order_->begin();
   // First: a held output passed back in as an input is then copied from its own memory.
   outputs_.copy_away_held_outputs();

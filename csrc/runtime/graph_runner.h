@@ -47,6 +47,10 @@ inline constexpr std::int64_t kFailingCallsPerSignature = 3;
 // graph replayed, written inputs copied back, outputs handed out (Note [Outputs]). Replays of
 // one entry are serialised by its mutex (they share buffers) and ordered on the device by its
 // done event (CallOrder, case G4); an evicted entry's buffers are freed only after that event.
+// On a device, one entry's static outputs may lie in memory another graph of the shared pool
+// uses for intermediates (Note [Outputs still held]): from its input copies to its outputs'
+// hand-out a replay holds the device's replay order (CopyPipeline::replay_order), so no other
+// entry's replay is launched between them (found on the test device, two threads, one stream).
 // With copy_stream the copies run on the device's copy stream between two events, and the host
 // never synchronises; streams and events are made once per device (Note [Workspaces]).
 

@@ -7,8 +7,36 @@
 #include <ATen/ops/from_blob.h>
 
 #include <map>
+#include <mutex>
 
 namespace graphdispatch {
+namespace {
+
+// What the replays on devices handed out in unsafe mode, weakly held (Note [Outputs still
+// held]): one list for every device, since a replay on one device copies away only the
+// outputs of its own device that are still held and keeps the others.
+struct DeviceHandedOut {
+  std::mutex mutex;
+  std::vector<std::pair<c10::Device, c10::weak_intrusive_ptr<c10::StorageImpl>>> storages;
+};
+
+DeviceHandedOut* device_handed_out = new DeviceHandedOut();  // leaked: used until exit
+
+// Gives `held` memory of its own on `device` holding its values (one copy, counted).
+void copy_away(c10::StorageImpl& held, c10::Device device) {
+  const auto bytes = at::TensorOptions().dtype(at::kByte).device(device);
+  const auto n = static_cast<std::int64_t>(held.nbytes());
+  auto own = at::empty({n}, bytes);
+  // The device is given, so for_blob does not ask the driver where the pointer lives.
+  own.copy_(
+      at::for_blob(held.mutable_data(), {n}).options(bytes).target_device(device).make_tensor(),
+      /*non_blocking=*/true);
+  // The holder's tensors read their storage's memory, wherever it is: they now read `own`'s.
+  held.set_data_ptr_noswap(std::move(own.storage().unsafeGetStorageImpl()->mutable_data_ptr()));
+  Stats::get().held_outputs_copied.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 OutputPlan::OutputPlan(std::vector<c10::IValue> static_outputs,
                        const std::vector<c10::IValue>& args)
@@ -26,6 +54,7 @@ OutputPlan::OutputPlan(std::vector<c10::IValue> static_outputs,
       if (args[i].isTensor()) views_[k] = view_of_input(out, args[i].toTensor(), i);
     }
     if (views_[k] || !out.defined() || !out.has_storage()) continue;
+    if (!out.device().is_cpu()) device_ = out.device();
     copied.push_back(k);
     ++outputs_in[out.storage().data()];
   }
@@ -119,34 +148,41 @@ std::vector<c10::IValue> OutputPlan::hand_out(const std::vector<c10::IValue>& in
 }
 
 void OutputPlan::copy_away_held_outputs() {
+  if (device_) {
+    std::lock_guard<std::mutex> lock(device_handed_out->mutex);
+    std::vector<std::pair<c10::Device, c10::weak_intrusive_ptr<c10::StorageImpl>>> others;
+    for (auto& handed : device_handed_out->storages) {
+      if (handed.first != *device_) {
+        others.push_back(std::move(handed));
+      } else if (auto held = handed.second.lock()) {
+        copy_away(*held, *device_);
+      }
+    }
+    device_handed_out->storages = std::move(others);
+    return;
+  }
   for (const auto& [k, storage] : handed_out_) {
-    auto held = storage.lock();
-    if (!held) continue;  // nobody references it any more: the replay may overwrite it
-    const auto& out = static_outputs_[k].toTensor();
-    const auto bytes = out.options().dtype(at::kByte);
-    const auto n = static_cast<std::int64_t>(held->nbytes());
-    auto own = at::empty({n}, bytes);
-    // The device is given, so for_blob does not ask the driver where the pointer lives.
-    own.copy_(at::for_blob(held->mutable_data(), {n})
-                  .options(bytes)
-                  .target_device(out.device())
-                  .make_tensor(),
-              /*non_blocking=*/true);
-    // The holder's tensors read their storage's memory, wherever it is: they now read `own`'s.
-    held->set_data_ptr_noswap(std::move(own.storage().unsafeGetStorageImpl()->mutable_data_ptr()));
-    Stats::get().held_outputs_copied.fetch_add(1, std::memory_order_relaxed);
+    if (auto held = storage.lock()) copy_away(*held, static_outputs_[k].toTensor().device());
   }
   handed_out_.clear();
 }
 
 void OutputPlan::remember_handed_out(const std::vector<c10::IValue>& outputs) {
+  std::unique_lock<std::mutex> lock;
+  if (device_) lock = std::unique_lock<std::mutex>(device_handed_out->mutex);
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     // Views of inputs lie in the caller's memory, and empty outputs in none of the entry's.
     if (views_[k] || !outputs[k].isTensor()) continue;
     const auto& t = outputs[k].toTensor();
     if (!t.defined() || t.numel() == 0 || !t.has_storage()) continue;
-    handed_out_.emplace_back(k, t.storage().getWeakStorageImpl());
+    if (device_) {
+      device_handed_out->storages.emplace_back(t.device(), t.storage().getWeakStorageImpl());
+    } else {
+      handed_out_.emplace_back(k, t.storage().getWeakStorageImpl());
+    }
   }
 }
+
+void OutputPlan::reset_after_fork() { device_handed_out = new DeviceHandedOut(); }
 
 }  // namespace graphdispatch

@@ -4,6 +4,7 @@
 #include "runtime/tensor_layout.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstddef>
@@ -38,6 +39,13 @@ namespace graphdispatch {
 // calls whose previous outputs are gone (dropped, or rebound) by the next call of the entry.
 // Two held outputs sharing one static storage each get their own copy: their values stay
 // right, the link between them does not.
+// On a device the entries share one graph pool (Note [Device pools]), and an entry's static
+// outputs may lie in memory an earlier capture used for intermediates, which that graph
+// writes on each of its replays (the caching allocator hands freed pool memory to the next
+// allocation; the test device shows it, tests/test_testdev_routes.py). So on a device the
+// outputs handed out are remembered for the device, not the entry, and every replay on it
+// first copies away what any entry handed out that is still held. The CPU graph's outputs
+// lie in each entry's own arena (Note [Shared workspace]): there, only the entry's own.
 
 /// How one entry hands out its static outputs (Notes [Outputs], [Outputs still held]): which
 /// outputs view inputs, which are cloned alone and which are rebuilt on one copy of their
@@ -68,6 +76,8 @@ class OutputPlan final {
   /// out now.
   void copy_away_held_outputs();
   void remember_handed_out(const std::vector<c10::IValue>& outputs);
+  /// In a forked child: forgets the devices' held outputs (Note [Fork] in _once.py).
+  static void reset_after_fork();
 
  private:
   std::vector<c10::IValue> static_outputs_;
@@ -80,6 +90,8 @@ class OutputPlan final {
   // Unsafe mode: (output position, its storage) of what the last replay handed out, weakly
   // held (Note [Outputs still held]).
   std::vector<std::pair<std::size_t, c10::weak_intrusive_ptr<c10::StorageImpl>>> handed_out_;
+  // The device of the static outputs when off the CPU: held outputs are then the device's.
+  std::optional<c10::Device> device_;
 };
 
 }  // namespace graphdispatch
