@@ -38,13 +38,8 @@ class Model(torch.nn.Module):
         return {"sample": y} if return_dict else (y,)
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    torch._dynamo.reset()
-    graphdispatch.reset()
-    yield
-    torch._dynamo.reset()
-    graphdispatch.reset()
+def on_graph_only(model):
+    return torch.compile(model, backend="graphdispatch", options={"graph_only": True})
 
 
 def fast_calls() -> int:
@@ -288,7 +283,7 @@ class Broken(torch.nn.Module):
 def test_a_graph_break_keeps_dynamo_and_explain_says_so():
     torch.manual_seed(0)
     model = Broken().eval()
-    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    compiled = on_graph_only(model)
     with torch.no_grad():
         for _ in range(3):
             check(compiled, model, torch.randn(4, 8))
@@ -395,7 +390,7 @@ def test_diffusers_adapters_fusing_and_attention_processors_against_eager():
         )
         model.add_adapter(config, adapter_name=name)
     model.set_adapters(["a"], weights=[1.0])
-    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    compiled = on_graph_only(model)
 
     def check_twice() -> None:
         for _ in range(2):
@@ -438,7 +433,7 @@ class Lin(torch.nn.Module):
 def compiled_lin(model=None):
     torch.manual_seed(0)
     model = model if model is not None else Lin().eval()
-    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    compiled = on_graph_only(model)
     with torch.no_grad():
         for _ in range(2):
             check(compiled, model, torch.randn(4, 8))
@@ -537,7 +532,7 @@ class Signed(torch.nn.Module):
 def test_the_arguments_bind_as_the_frame_binds_them(model_kind, kwargs):
     torch.manual_seed(0)
     model = model_kind().eval()
-    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    compiled = on_graph_only(model)
     with torch.no_grad():
         for _ in range(3):
             check(compiled, model, torch.randn(4, 8), **kwargs)
@@ -561,7 +556,7 @@ def test_closure_cells_named_like_anything_and_emptied():
     cls = type("Closed", (Lin,), {"forward": forward})
     torch.manual_seed(0)
     model = cls().eval()
-    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    compiled = on_graph_only(model)
     with torch.no_grad():
         for _ in range(2):
             check(compiled, model, torch.randn(4, 8))
