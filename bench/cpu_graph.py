@@ -180,9 +180,30 @@ def forward(repeats: int, calls: int) -> dict[str, Any]:
     }
 
 
-def regional(repeats: int, calls: int) -> dict[str, Any]:
+def compiled_regionally(
+    model: torch.nn.Module, options: dict[str, Any] | None
+) -> tuple[torch.nn.Module, Callable[[], list[Any]]]:
+    """A copy of ``model`` with its repeated blocks compiled in place (``backend="eager"`` for
+    ``options`` None, else graphdispatch with them), and a function returning the runners its
+    compile made (Dynamo compiles at the first call)."""
     import copy
 
+    from graphdispatch._backend import _RUNNERS
+
+    m = copy.deepcopy(model)
+    if options is None:
+        m.compile_repeated_blocks(backend="eager")
+    else:
+        m.compile_repeated_blocks(backend="graphdispatch", options=options)
+    before = set(_RUNNERS)
+
+    def runners() -> list[Any]:
+        return list(set(_RUNNERS) - before)
+
+    return m, runners
+
+
+def regional(repeats: int, calls: int) -> dict[str, Any]:
     model, args, kwargs = flux_call(4, 8)
     blocks = len(model.transformer_blocks) + len(model.single_transformer_blocks)
     with torch.no_grad():
@@ -194,19 +215,12 @@ def regional(repeats: int, calls: int) -> dict[str, Any]:
             ("regional graph_only emulated", {"graph_only": True, "device_graph": "emulated"}),
             ("regional graph_only CPU graph", {"graph_only": True}),
         ):
-            m = copy.deepcopy(model)
-            from graphdispatch._backend import _RUNNERS
-
-            before = set(_RUNNERS)
-            if options is None:
-                m.compile_repeated_blocks(backend="eager")
-            else:
-                m.compile_repeated_blocks(backend="graphdispatch", options=options)
+            m, made = compiled_regionally(model, options)
             out = sample(m(*args, **kwargs))
             assert (out - expected).abs().max().item() < 1e-3, name
             columns[name] = lambda m=m: m(*args, **kwargs)
             if options is not None and "device_graph" not in options:
-                runners = list(set(_RUNNERS) - before)
+                runners = made()
         before = graphdispatch.stats()
         times = interleaved(columns, repeats, calls)
         after = graphdispatch.stats()

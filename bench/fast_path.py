@@ -136,11 +136,7 @@ def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
 
 
 def regional(repeats: int, calls: int) -> tuple[str, list[str]]:
-    import copy
-
-    from cpu_graph import flux_call, thread_us
-
-    from graphdispatch._backend import _RUNNERS
+    from cpu_graph import compiled_regionally, flux_call, thread_us
 
     torch._dynamo.reset()
     graphdispatch.reset()
@@ -154,18 +150,13 @@ def regional(repeats: int, calls: int) -> tuple[str, list[str]]:
             ("graph_only fast path", {"graph_only": True}),
             ("graph_only Dynamo", {"graph_only": True, "fast_path": False}),
         ):
-            m = copy.deepcopy(model)
-            before = set(_RUNNERS)
-            if options is None:
-                m.compile_repeated_blocks(backend="eager")
-            else:
-                m.compile_repeated_blocks(backend="graphdispatch", options=options)
+            m, made = compiled_regionally(model, options)
             for _ in range(2):
                 out = sample(m(*args, **kwargs))
             assert torch.equal(out, expected) or options is None, name
             columns[name] = lambda m=m: m(*args, **kwargs)
             if name == "graph_only fast path":
-                runners = list(set(_RUNNERS) - before)
+                runners = made()
         columns["eager"] = lambda: model(*args, **kwargs)
         before = graphdispatch.stats()
         times = interleaved(columns, repeats, calls)
