@@ -1,6 +1,7 @@
 // `portdiff audit`: every commit of a range looked up on each target and compared,
 // checked against `git cherry -v` where git has an answer.
 
+#include "git_oracle.h"
 #include "repo_fixture.h"
 
 #include <gtest/gtest.h>
@@ -17,16 +18,6 @@ namespace portdiff_test {
 namespace {
 
 using nlohmann::json;
-
-/// `git cherry -v UPSTREAM HEAD LIMIT`: each listed commit and its sign ('-': an
-/// equivalent patch is in UPSTREAM; '+': none).
-std::map<std::string, char> git_cherry(const TempRepo& repo, const std::string& upstream,
-                                       const std::string& head, const std::string& limit) {
-  std::map<std::string, char> signs;
-  std::istringstream in(repo.git("cherry -v " + upstream + " " + head + " " + limit));
-  for (std::string line; std::getline(in, line);) signs[line.substr(2, 40)] = line[0];
-  return signs;
-}
 
 /// main forks release-1 at `base` and release-2 after the first fix; each release
 /// has a commit of its own. release-1: a clean pick of "fix a" (no -x), a pick of

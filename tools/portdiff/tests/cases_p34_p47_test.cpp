@@ -2,6 +2,7 @@
 // mark them, read by the one port matcher in both directions; squashes and hints;
 // and the audit's smaller promises — each checked against what git says.
 
+#include "git_oracle.h"
 #include "match/marks.h"
 #include "repo_fixture.h"
 
@@ -21,15 +22,6 @@ namespace portdiff_test {
 namespace {
 
 using nlohmann::json;
-
-/// `git cherry -v UPSTREAM HEAD LIMIT`: each listed commit and its sign.
-std::map<std::string, char> git_cherry(const TempRepo& repo, const std::string& upstream,
-                                       const std::string& head, const std::string& limit) {
-  std::map<std::string, char> signs;
-  std::istringstream in(repo.git("cherry -v " + upstream + " " + head + " " + limit));
-  for (std::string line; std::getline(in, line);) signs[line.substr(2, 40)] = line[0];
-  return signs;
-}
 
 json audit_json(const TempRepo& repo, const std::string& range, std::vector<std::string> onto,
                 std::vector<std::string> extra = {}) {

@@ -179,4 +179,12 @@ std::map<std::string, OracleRow> oracle_classify(const TempRepo& repo, const Por
   return rows;
 }
 
+std::map<std::string, char> git_cherry(const TempRepo& repo, const std::string& upstream,
+                                       const std::string& head, const std::string& limit) {
+  std::map<std::string, char> signs;
+  std::istringstream in(repo.git("cherry -v " + upstream + " " + head + " " + limit));
+  for (std::string line; std::getline(in, line);) signs[line.substr(2, 40)] = line[0];
+  return signs;
+}
+
 }  // namespace portdiff_test

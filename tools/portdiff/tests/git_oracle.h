@@ -38,4 +38,9 @@ std::map<std::string, OraclePatchFile> oracle_patch(const TempRepo& repo, const 
 std::map<std::string, OracleRow> oracle_classify(const TempRepo& repo, const Ports& ports,
                                                  bool find_renames);
 
+/// `git cherry -v UPSTREAM HEAD LIMIT`: each listed commit and its sign ('-': an
+/// equivalent patch is in UPSTREAM; '+': none).
+std::map<std::string, char> git_cherry(const TempRepo& repo, const std::string& upstream,
+                                       const std::string& head, const std::string& limit);
+
 }  // namespace portdiff_test
