@@ -58,27 +58,15 @@ def unavailable_reason(kind: str, device: torch.device) -> str | None:
     raise ValueError(f"device_graph: expected one of auto, {', '.join(GRAPH_KINDS)}, got {kind!r}")
 
 
-# Inductor's CPU code calls its generated C++ kernels directly, not through the dispatcher, so a
-# CPU graph would record the extern kernels around them and miss the rest.
-INDUCTOR_ON_CPU = (
-    "Inductor's CPU kernels are not dispatcher ops, which a CPU graph records; "
-    "Inductor's code runs without a graph (device_graph='auto' calls its C++ wrapper instead)"
-)
-CPP_WRAPPER_UNCOMPILED = "cpp_wrapper graphs call Inductor's output: graph_with_compile only"
-
-
 def choose_kind(
     requested: str, device: torch.device, compiled: bool = False
 ) -> tuple[str | None, str]:
     """(kind, reason): the graph kind for ``device``, or (None, why there is none).
 
-    ``compiled``: the graph to capture is Inductor's output (graph_with_compile), which the CPU
-    graph cannot record and only the cpp_wrapper graph calls.
+    ``compiled``: the graph to capture is Inductor's output (graph_with_compile), which ``auto``
+    gives the cpp_wrapper graph on the CPU. A requested kind that cannot hold such a graph is an
+    error when the options are resolved (Note [Option combinations] in config.py).
     """
-    if requested == "cpu" and compiled:
-        return None, INDUCTOR_ON_CPU
-    if requested == "cpp_wrapper" and not compiled:
-        return None, CPP_WRAPPER_UNCOMPILED
     if requested != "auto":
         reason = unavailable_reason(requested, device)
         return (None, reason) if reason else (requested, f"device_graph={requested!r}")
