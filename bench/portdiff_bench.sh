@@ -33,7 +33,7 @@ git -C "$repo" config core.autocrlf false
 source_range="main..source"
 target_range="target~1..target"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+source "$root/bench/portdiff_timing.sh"  # median
 # Prints "<wall seconds> <CPU seconds (user+sys)>" for one run of "$@".
 time_once() {
   local TIMEFORMAT='%R %U %S'

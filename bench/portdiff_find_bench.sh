@@ -33,15 +33,8 @@ repo=$(mktemp -d)
 [[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$repo"' EXIT
 git -C "$repo" init -q -b main
 
-# Seconds of wall time for one run of the function named $1, output discarded.
-seconds() {
-  local start end
-  start=$(date +%s.%N)
-  "$1" >/dev/null
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc
-}
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# seconds, median, audit_beside_git
+source "$root/bench/portdiff_timing.sh"
 
 if ((audit_mode)); then
 runs=${RUNS:-3}
@@ -66,19 +59,11 @@ git_pipeline() {
   done <"$pairs"
 }
 
-audit >/dev/null  # warm the page cache
-git_pipeline >/dev/null
-samples=$(mktemp)
-for ((i = 0; i < runs; i++)); do
-  echo "audit $(seconds audit)" >>"$samples"
-  echo "git $(seconds git_pipeline)" >>"$samples"
-done
-audit_s=$(awk '$1 == "audit" { print $2 }' "$samples" | median)
-git_s=$(awk '$1 == "git" { print $2 }' "$samples" | median)
+audit_beside_git git_pipeline "$runs"
 rss=$(mktemp)
 /usr/bin/time -f '%M' -o "$rss" "$portdiff" audit bench-fork..main --onto release --format json >/dev/null
 audit_rss=$(awk '{ printf "%.0f", $1 / 1024 }' "$rss")
-rm -f "$samples" "$rss"
+rm -f "$rss"
 
 echo "commits: main $(git rev-list --count bench-fork..main), release $(git rev-list --count bench-fork..release); pairs compared: $(wc -l <"$pairs")"
 echo "git cherry: $(git cherry release main bench-fork | grep -c '^-') equivalent, $(git cherry release main bench-fork | grep -c '^+') not"

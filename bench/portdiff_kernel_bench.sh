@@ -46,26 +46,12 @@ head=${range##*..}
 onto=()
 for t in "${targets[@]}"; do onto+=(--onto "$t"); done
 
+# seconds, median, audit_beside_git
+source "$root/bench/portdiff_timing.sh"
 audit() { "$portdiff" audit "$range" "${onto[@]}" --format json; }
 cherry() { for t in "${targets[@]}"; do git cherry -v "$t" "$head" "$base"; done; }
-seconds() {
-  local start end
-  start=$(date +%s.%N)
-  "$1" >/dev/null
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc
-}
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-audit >/dev/null  # warm the page cache
-cherry >/dev/null
-samples=$(mktemp)
-for ((i = 0; i < runs; i++)); do
-  echo "audit $(seconds audit)" >>"$samples"
-  echo "git $(seconds cherry)" >>"$samples"
-done
-audit_s=$(awk '$1 == "audit" { print $2 }' "$samples" | median)
-git_s=$(awk '$1 == "git" { print $2 }' "$samples" | median)
+audit_beside_git cherry "$runs"
 rss=$(mktemp)
 /usr/bin/time -f '%M' -o "$rss" "$portdiff" audit "$range" "${onto[@]}" --format json >/dev/null
 audit_rss=$(awk '{ printf "%.0f", $1 / 1024 }' "$rss")
@@ -109,7 +95,7 @@ print("found by:", ", ".join(f"{k} {v}" for k, v in sorted(marks.items())))
 unresolved = sum(len(r["unresolved_marks"]) for t in audit["targets"] for r in t["no_source"])
 print("unsourced target commits with a mark naming no commit here:", unresolved)
 ' "$report"
-rm -f "$samples" "$rss" "$report"
+rm -f "$rss" "$report"
 
 echo "range $range: $(git rev-list --count --no-merges "$range") commits; targets: ${targets[*]}"
 echo "portdiff: $("$portdiff" audit "$range" "${onto[@]}" --format text | sed -n 1p | cut -c1-400)"
