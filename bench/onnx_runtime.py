@@ -99,11 +99,15 @@ def ort_op_times(model_path: str, feed: dict[str, Any], calls: int) -> dict[str,
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.enable_profiling = True
+    # Beside the exported model (a temporary folder), not in the working directory.
+    options.profile_file_prefix = os.path.join(os.path.dirname(model_path), "ort_profile")
     session = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
     for _ in range(calls):
         session.run(None, feed)
-    with open(session.end_profiling()) as f:
+    profile = session.end_profiling()
+    with open(profile) as f:
         events = json.load(f)
+    os.remove(profile)
     per_op: dict[str, float] = {"kernels a call": 0.0}
     for e in events:
         op = e.get("args", {}).get("op_name")
