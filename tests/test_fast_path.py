@@ -616,3 +616,43 @@ def test_an_entry_dynamo_invalidated_is_not_run():
         model.cfg = reborn()
         for _ in range(2):
             check(compiled, model, torch.randn(4, 8))
+
+
+def test_a_torch_nn_module_compiled_whole_takes_the_fast_path():
+    """Dynamo's trace rules skip a torch.nn module's ``forward`` (nn.Sequential, nn.Linear), so
+    OptimizedModule compiles a wrapper of its ``__call__`` instead: that frame is the one armed,
+    and every change below it (weights written, a layer replaced, train/eval) gives eager's
+    values."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(8, 8), torch.nn.Dropout(0.5), torch.nn.GELU(), torch.nn.Linear(8, 4)
+    ).eval()
+    compiled = on_graph_only(model)
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+        replays = graphdispatch.stats()["replays"]
+        for _ in range(3):
+            check(compiled, model, torch.randn(4, 8))
+        assert fast_calls() == 3 and through_dynamo() == {}
+        assert graphdispatch.stats()["replays"] == replays + 3
+        model[0].weight.mul_(-1)  # read in place
+        check(compiled, model, torch.randn(4, 8))
+        model[3] = torch.nn.Linear(8, 4)  # a layer replaced
+        check(compiled, model, torch.randn(4, 8))
+        # Hooks go back through Dynamo, whose values are its own: its guards skip a torch.nn
+        # module's hooks (torch._dynamo.config.skip_nnmodule_hook_guards), with any backend.
+        handle = model.register_forward_hook(lambda m, a, out: out * 2)
+        compiled(torch.randn(4, 8))
+        assert through_dynamo().get("hooks") == 1
+        handle.remove()
+        check(compiled, model, torch.randn(4, 8))
+    # train mode: dropout draws a new mask per call, so compare its zeros' pattern only
+    model.train()
+    with torch.no_grad():
+        torch.manual_seed(1)
+        out = compiled(torch.ones(4, 8))
+        torch.manual_seed(1)
+        torch.testing.assert_close(out, model(torch.ones(4, 8)), rtol=0, atol=0)
+    assert fast_calls() >= 5
+    with torch.no_grad():
+        assert graphdispatch.explain(model.eval(), torch.randn(4, 8)).fast_path_armed

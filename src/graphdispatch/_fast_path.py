@@ -152,6 +152,24 @@ def _binder(func: types.FunctionType) -> Callable[..., dict[str, Any]]:
     return bind
 
 
+def _inline_frame(slow: Callable) -> types.FunctionType | None:
+    """The function whose frame Dynamo compiles for ``slow`` when it is not ``forward``'s: for a
+    torch.nn module (``nn.Sequential``, ``nn.Linear``), whose ``forward`` Dynamo's trace rules
+    skip, ``OptimizedModule`` compiles a wrapper of the module's ``__call__``
+    (``torch._dynamo.external_utils.wrap_inline``) and keeps it in ``slow``'s closure."""
+    from torch._dynamo import external_utils
+
+    inline_code = external_utils.wrap_inline(len).__code__
+    for cell in getattr(slow, "__closure__", None) or ():
+        try:
+            held = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(held, types.FunctionType) and held.__code__ is inline_code:
+            return held
+    return None
+
+
 def _graph_break(code: types.CodeType) -> bool:
     return any(name.startswith("__resume_at") for name in code.co_names)
 
@@ -175,9 +193,16 @@ class FastPath:
         self.backend = backend
         self.module = module
         self.slow = slow
-        self.func = type(module).forward
+        self.forward = type(module).forward
+        self.forward_code = self.forward.__code__
+        self.forward_defaults = (self.forward.__defaults__, self.forward.__kwdefaults__)
+        # The frame Dynamo compiled: forward's, or (Note [Fast path]) the wrapper Dynamo puts
+        # around a torch.nn module's __call__, whose frame takes no module argument.
+        inline = _inline_frame(slow)
+        self.func = inline if inline is not None else self.forward
+        self.self_arg = () if inline is not None else (module,)
         self.code = self.func.__code__
-        # The binder and the transformed functions hold these: new ones are another forward.
+        # The binder and the transformed functions hold these: new ones are another frame.
         self.defaults = (self.func.__defaults__, self.func.__kwdefaults__)
         self.bind = _binder(self.func)
         self.armed: tuple[Any, ...] = ([], [], [], "no call has gone through Dynamo yet")
@@ -206,13 +231,17 @@ class FastPath:
         return entries, codes, fast, "" if fast else "Dynamo holds no compiled code for forward"
 
     def _reaches_forward(self) -> bool:
-        """Whether a call reaches the frame Dynamo compiled through nn.Module's call path."""
-        cls, func = type(self.module), self.func
+        """Whether a call reaches the frame Dynamo compiled through nn.Module's call path, with
+        the ``forward`` it compiled."""
+        cls, forward = type(self.module), self.forward
         return (
-            cls.forward is func
-            and func.__code__ is self.code
-            and func.__defaults__ is self.defaults[0]
-            and func.__kwdefaults__ is self.defaults[1]
+            cls.forward is forward
+            and forward.__code__ is self.forward_code
+            and forward.__defaults__ is self.forward_defaults[0]
+            and forward.__kwdefaults__ is self.forward_defaults[1]
+            and self.func.__code__ is self.code
+            and self.func.__defaults__ is self.defaults[0]
+            and self.func.__kwdefaults__ is self.defaults[1]
             and "forward" not in self.module.__dict__
             and (cls.__call__, cls._wrapped_call_impl, cls._call_impl) == _MODULE_CALL
         )
@@ -246,11 +275,11 @@ class FastPath:
             return self.slow(*args, **kwargs)
         fast = self._current()[2]
         if fast:
-            frame_locals = self.bind(module, *args, **kwargs)
+            frame_locals = self.bind(*self.self_arg, *args, **kwargs)
             for check, fn in fast:
                 if check(frame_locals):
                     _count_fast()
-                    return fn(module, *args, **kwargs)
+                    return fn(*self.self_arg, *args, **kwargs)
             _count_slow(GUARDS)
         else:
             _count_slow(NOT_ARMED)
