@@ -11,7 +11,9 @@ object: each entry's guard manager (the check Dynamo would run) and its transfor
 
 ``FastPath`` takes the place of the Dynamo-wrapped callable on the module (an
 ``OptimizedModule``'s ``forward``, or ``_compiled_call_impl`` after ``module.compile()``, the
-form regional compilation uses) and, per call:
+form regional compilation uses). The frame Dynamo compiled is ``forward``'s, or, for a torch.nn
+module compiled whole (its ``forward`` in Dynamo's skipped files), the wrapper of its
+``__call__`` that ``OptimizedModule`` compiles instead; per call it:
 
 1. sends the call through Dynamo when anything outside the guards' view could differ: the
    module has hooks (its ``_call_impl`` would run them), ``forward`` (its code, its defaults)
