@@ -1,7 +1,7 @@
 """What a call of a compiled denoiser costs on the fast path, beside Dynamo's path and the floor.
 
     .venv/bin/python bench/fast_path.py [--models flux sd3 sd] [--repeats 9] [--calls 30]
-                                        [--no-write]
+                                        [--regional] [--graph-break] [--no-write]
 
 The denoisers of bench/call_cost.py (``MODELS``), each called with the arguments its pipeline
 passes in one step, under ``torch.no_grad()``. Per graph route (``graph_only``: the CPU graph;
@@ -26,6 +26,15 @@ the arguments the forward gave them, per variant, beside ``program``: that block
 recorded programs replayed alone, per block (the issue's target: a block call on the fast path
 at most 1.2x its program).
 
+Where Dynamo stays (``--graph-break``, a section of its own): the tiny Flux transformer (1
+double + 2 single blocks) with a forward hook on its first block that breaks the graph
+(``torch._dynamo.graph_break()``): inside the forward's loop over its blocks, where Dynamo
+cannot resume, so it compiles no code for the forward's frame, runs it itself and compiles
+the frames below (``explain()`` says so). ``graph_only`` through Dynamo beside ``floors``: every
+graph Dynamo made, its callable called directly with its first call's arguments; what remains
+is the call minus the floors (Dynamo's frames, the Python between graphs). Beside it the same
+model without the hook on the fast path, and its floor.
+
 Beside them eager and Inductor (``torch.compile(model)``, Dynamo's path). Thread CPU time of
 the calling thread, one intra-op thread, median over ``--repeats`` repeats of ``--calls`` calls,
 every column interleaved within each repeat; ratios from the one run. Every graphdispatch
@@ -37,6 +46,7 @@ regional compilation`` of bench/RESULTS.md unless ``--no-write``.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import platform
 import sys
@@ -55,6 +65,7 @@ import graphdispatch
 
 SECTION = "## The fast path"
 REGIONAL_SECTION = "## The fast path under regional compilation"
+BREAK_SECTION = "## Where Dynamo stays: a graph break"
 ROUTES = ("graph_only", "graph_with_compile")
 
 
@@ -75,6 +86,31 @@ class Kept:
             return fn(*args)
 
         return call
+
+
+class KeptAll:
+    """graphdispatch's backend, keeping every graph's callable with its first call's
+    arguments."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.backend = graphdispatch.Backend(options=options)
+        self.graphs: list[list[Any]] = []
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list, **_: Any) -> Callable:
+        fn = self.backend(gm, example_inputs)
+        kept = [fn, None]
+        self.graphs.append(kept)
+
+        def call(*args: Any) -> Any:
+            if kept[1] is None:
+                kept[1] = args
+            return fn(*args)
+
+        return call
+
+    def floors(self) -> None:
+        for fn, args in self.graphs:
+            fn(*args)
 
 
 def compiled(
@@ -235,6 +271,60 @@ def regional(repeats: int, calls: int) -> tuple[str, list[str]]:
     return "\n".join(lines), verdicts
 
 
+def graph_break(repeats: int, calls: int) -> tuple[str, list[str]]:
+    from cpu_graph import flux_call
+
+    from graphdispatch._fast_path import fast_path_of
+
+    torch._dynamo.reset()
+    graphdispatch.reset()
+    model, args, kwargs = flux_call(1, 2)
+    with torch.no_grad():
+        expected = sample(model(*args, **kwargs))
+        plain, plain_kept = compiled(model, "graph_only")
+        for _ in range(2):
+            assert torch.equal(sample(plain(*args, **kwargs)), expected)
+        broken_model = copy.deepcopy(model)
+        broken_model.transformer_blocks[0].register_forward_hook(
+            lambda _m, _a, _out: torch._dynamo.graph_break()
+        )
+        kept = KeptAll({"graph_only": True})
+        broken = torch.compile(broken_model, backend=kept)
+        for _ in range(2):
+            assert torch.equal(sample(broken(*args, **kwargs)), expected)
+        why = fast_path_of(broken).state()
+        columns = {
+            "eager": lambda: model(*args, **kwargs),
+            "graph break: graph_only, Dynamo": lambda: broken(*args, **kwargs),
+            "graph break: floors": kept.floors,
+            "no break: graph_only fast path": lambda: plain(*args, **kwargs),
+            "no break: floor": lambda: plain_kept.fn(*plain_kept.args),
+        }
+        before = graphdispatch.stats()
+        times = interleaved(columns, repeats, calls)
+        after = graphdispatch.stats()
+    lines = [
+        "tiny Flux transformer (1 double + 2 single blocks), a graph break in its first block's"
+        " forward hook",
+        "",
+    ]
+    lines += [f"{name:38} {us:9.1f} µs/call" for name, us in times.items()]
+    lines += [
+        "",
+        f"graphs Dynamo made with the break: {len(kept.graphs)}; fast path: {why}",
+        f"fallbacks while timed: {stats_delta_fallbacks(before, after) or 'none'}",
+    ]
+    call, floors = times["graph break: graph_only, Dynamo"], times["graph break: floors"]
+    plain_call, plain_floor = times["no break: graph_only fast path"], times["no break: floor"]
+    verdicts = [
+        f"a graph break in the loop: the call {call / floors:.2f}x its {len(kept.graphs)} graphs'"
+        f" floors, {call - floors:.0f} µs a call outside the graphs (without the break: the fast"
+        f" path {plain_call / plain_floor:.2f}x its floor, {plain_call - plain_floor:.0f} µs);"
+        f" {call / times['eager']:.2f}x eager"
+    ]
+    return "\n".join(lines), verdicts
+
+
 def stats_delta_fallbacks(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
     return {
         k: v - before["fallbacks"].get(k, 0)
@@ -292,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--regional", action="store_true", help="regional compilation too (its own section)"
     )
+    parser.add_argument(
+        "--graph-break", action="store_true", help="where Dynamo stays too (its own section)"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -317,6 +410,10 @@ def main(argv: list[str] | None = None) -> int:
         text, said = regional(args.repeats, args.calls)
         print(text + "\n" + "\n".join(said), flush=True)
         runs.append((REGIONAL_SECTION, "--models --regional", [text], said))
+    if args.graph_break:
+        text, said = graph_break(args.repeats, args.calls)
+        print(text + "\n" + "\n".join(said), flush=True)
+        runs.append((BREAK_SECTION, "--models --graph-break", [text], said))
     machine = (
         f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} "
         f"cores, load average {os.getloadavg()[0]:.1f} at the end"

@@ -293,6 +293,34 @@ def test_a_graph_break_keeps_dynamo_and_explain_says_so():
     assert "fast path: off (a graph break" in str(report)
 
 
+class Looped(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block(), Block()])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x * 2
+
+
+def test_a_graph_break_below_forward_keeps_dynamo_and_explain_says_so():
+    """A graph break inside a call in a loop (here a block's hook), where Dynamo cannot resume:
+    it compiles no code for forward's own frame, runs it itself and compiles the frames below;
+    the reason says so."""
+    torch.manual_seed(0)
+    model = Looped().eval()
+    model.blocks[0].register_forward_hook(lambda m, a, out: torch._dynamo.graph_break())
+    compiled = on_graph_only(model)
+    with torch.no_grad():
+        for _ in range(3):
+            check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 0 and through_dynamo() == {"not_armed": 2}
+    with torch.no_grad():
+        report = graphdispatch.explain(model, torch.randn(4, 8))
+    assert not report.fast_path_armed and "a graph break in a call below it" in report.fast_path
+
+
 def test_explain_says_the_fast_path_is_armed():
     model = Model().eval()
     with torch.no_grad():

@@ -207,7 +207,9 @@ class FastPath:
         # The binder and the transformed functions hold these: new ones are another frame.
         self.defaults = (self.func.__defaults__, self.func.__kwdefaults__)
         self.bind = _binder(self.func)
-        self.armed: tuple[Any, ...] = ([], [], [], "no call has gone through Dynamo yet")
+        # Armed at the first call: nothing equals None, and Dynamo's entries are only made
+        # once this compile returns.
+        self.armed: tuple[Any, ...] = (None, None, [], "")
 
     def _arm(self, entries: list[Any]) -> tuple[Any, ...]:
         """The entries, their codes, one (guard check, function) pair per entry of ours, and
@@ -230,7 +232,15 @@ class FastPath:
             )
             fn.__kwdefaults__ = func.__kwdefaults__
             fast.append((entry.guard_manager.check, fn))
-        return entries, codes, fast, "" if fast else "Dynamo holds no compiled code for forward"
+        if fast:
+            return entries, codes, fast, ""
+        others = " (its entries there are other compiles')" if entries else ""
+        reason = (
+            f"Dynamo holds no compiled code of this compile's for this frame{others}: none"
+            " compiled yet, or a graph break in a call below it (Dynamo then runs the frame"
+            " itself and compiles the frames it calls, each on its own)"
+        )
+        return entries, codes, fast, reason
 
     def _reaches_forward(self) -> bool:
         """Whether a call reaches the frame Dynamo compiled through nn.Module's call path, with
