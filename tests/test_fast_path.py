@@ -684,3 +684,42 @@ def test_a_torch_nn_module_compiled_whole_takes_the_fast_path():
     assert fast_calls() >= 5
     with torch.no_grad():
         assert graphdispatch.explain(model.eval(), torch.randn(4, 8)).fast_path_armed
+
+
+def test_diffusers_lora_hotswap_stays_on_the_fast_path_with_eager_values():
+    """diffusers' LoRA hot-swap (``enable_lora_hotswap``, then ``load_lora_adapter(...,
+    hotswap=True)``) writes the new adapter's weights and scaling into the tensors the graph
+    reads in place: no guard changes, every call on the fast path, no new capture, eager's
+    values for the new adapter."""
+    pytest.importorskip("diffusers")
+    peft = pytest.importorskip("peft")
+    from peft.utils import get_peft_model_state_dict
+
+    from graphdispatch.tiny_pipelines import tiny_flux_inputs, tiny_flux_transformer
+
+    def adapter(alpha: int) -> dict:
+        donor = tiny_flux_transformer()
+        config = peft.LoraConfig(
+            r=4, lora_alpha=alpha, target_modules=["to_q", "to_k", "to_v"], init_lora_weights=False
+        )
+        donor.add_adapter(config, adapter_name="x")
+        return get_peft_model_state_dict(donor, adapter_name="x")
+
+    torch.manual_seed(0)
+    model = tiny_flux_transformer().eval()
+    first, second = adapter(4), adapter(8)
+    model.enable_lora_hotswap(target_rank=8)
+    model.load_lora_adapter(first, prefix=None, adapter_name="default_0")
+    compiled = on_graph_only(model)
+    kwargs = tiny_flux_inputs()
+    with torch.no_grad():
+        before = compiled(**kwargs)[0]
+        torch.testing.assert_close(before, model(**kwargs)[0], rtol=0, atol=0)
+        model.load_lora_adapter(second, prefix=None, adapter_name="default_0", hotswap=True)
+        for _ in range(2):
+            out = compiled(**kwargs)[0]
+            torch.testing.assert_close(out, model(**kwargs)[0], rtol=0, atol=0)
+        assert not torch.equal(out, before)  # the swap changed the values
+    stats = graphdispatch.stats()
+    assert fast_calls() == 2 and through_dynamo() == {}
+    assert stats["captures"] == 1 and stats["replays"] == 3
