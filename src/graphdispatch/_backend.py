@@ -343,9 +343,12 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
 
     route = ROUTES[record.route]
     # Numbers Dynamo passes as 0-d tensors reach the runner as numbers, keyed on their value
-    # (case C70); the cpp_wrapper graph's entry reads the 0-d tensor at replay instead: one
-    # entry for all values (case C89).
-    numbers = HostNumbers(record.gm, record.example_inputs, keyed=kind != "cpp_wrapper")
+    # (case C70); the cpp_wrapper graph's entry reads the 0-d tensor at replay instead, and so
+    # does the CPU graph's where the number's uses allow: one entry for all values (case C89,
+    # Note [Numbers read at replay]).
+    numbers = HostNumbers(
+        record.gm, record.example_inputs, keyed=kind != "cpp_wrapper", read_at_replay=kind == "cpu"
+    )
     fn, factory = route.captured(record.gm, record.example_inputs, kind, numbers)
     refused = _refuse(record, fn, numbers)
     if refused is not None:

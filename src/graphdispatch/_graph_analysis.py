@@ -29,6 +29,10 @@ def is_static_input(node: torch.fx.Node, value: Any) -> bool:
     if LIFTED in node.meta:
         return True
     grapharg = node.meta.get("grapharg")
+    if getattr(grapharg, "pass_arg_as_tensor", False):
+        # A number Dynamo wraps in a new 0-d tensor on every call, even one a module holds
+        # (a LoRA scaling): copied in where the graph reads it at replay (case C89).
+        return False
     source = getattr(grapharg, "source", None)
     guard_source = getattr(source, "guard_source", None)
     if callable(guard_source):  # a method in some PyTorch versions, a property in others

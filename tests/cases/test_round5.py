@@ -9,7 +9,7 @@ import contextlib
 
 import pytest
 import torch
-from cases_helpers import compiled, fallbacks, runner, stats
+from cases_helpers import GRAPH_ONLY, compiled, fallbacks, runner, stats
 
 import graphdispatch
 
@@ -456,6 +456,86 @@ def test_c89_cpp_wrapper_reads_a_changing_number_at_replay():
     assert runners["fallbacks"] == {}
     assert runners["captures"] <= 2  # the first value (specialised) and the dynamic graph
     assert runners["entries"] <= 2
+
+
+def cfg(uncond, text, scale: float):
+    # Classifier-free guidance, and the same scale through float arithmetic and on either side.
+    shift = (1 - scale) * 0.5
+    return (uncond + scale * (text - uncond), text * shift - scale, shift - uncond, text / scale)
+
+
+def numbers_warned(caplog):
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "graphdispatch" and "each value is captured as its own entry" in r.getMessage()
+    ]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.complex64])
+def test_c89_the_cpu_graph_reads_a_changing_number_at_replay(graph_kind, dtype, caplog):
+    """A guidance scale that changes on every call, under dynamic=True: the CPU graph reads it
+    at replay, one entry for every value, eager's bytes each call (the scale unrounded beside
+    float16, as eager's kernels read it); the emulated graph, standing for a device graph that
+    cannot, keys each value, bounded at 64 entries with one warning naming the input, later
+    values running without a graph (case C89)."""
+    G = torch.compile(cfg, backend="graphdispatch", options=GRAPH_ONLY, dynamic=True)
+    calls = 72 if graph_kind == "emulated" else 40
+    for k in range(calls):
+        uncond, text = torch.randn(2, 8, dtype=dtype), torch.randn(2, 8, dtype=dtype)
+        scale = 1.0 + k / 7
+        assert_eager(G(uncond, text, scale), cfg(uncond, text, scale))
+    again = torch.randn(2, 8, dtype=dtype), torch.randn(2, 8, dtype=dtype)
+    before = stats()
+    assert_eager(G(*again, 1.0), cfg(*again, 1.0))  # a value seen before
+    after = stats()
+    assert after["captures"] == before["captures"]
+    if graph_kind == "cpu":
+        assert after["fallbacks"] == {}
+        assert after["entries"] == 1 and after["captures"] == 1
+        assert numbers_warned(caplog) == []
+    else:
+        assert after["entries"] == 64
+        assert fallbacks("number_values") == calls - 64
+        (warning,) = numbers_warned(caplog)
+        assert "scale" in warning
+
+
+def controlnet_scale(x, scale: float):
+    return (x * scale,)
+
+
+def test_c89_a_value_seen_before_never_captures_again_on_the_cpu_graph(graph_kind):
+    """ControlNet's conditioning scale 1.0, then 0.5, then 1.0: Dynamo serves the third call
+    with the graph it made dynamic at the second, which never saw 1.0; the CPU graph reads the
+    value, so nothing captures (case C89). The emulated graph keys it: one more capture."""
+    G = compiled(controlnet_scale)
+    for scale in (1.0, 0.5, 1.0, 0.5, 1.0):
+        x = torch.randn(5)
+        before = stats()["captures"]
+        assert_eager(G(x, scale), controlnet_scale(x, scale))
+    assert stats()["captures"] == (2 if graph_kind == "cpu" else 3)
+    assert stats()["captures"] == before
+
+
+def outside_arithmetic(x, scale: float):
+    # Uses a replay cannot read: a fill value, a reciprocal and an integer tensor's promotion.
+    return (torch.full_like(x, scale) + x, scale / x, torch.arange(4) * scale)
+
+
+def test_c89_a_number_the_graph_cannot_read_is_keyed_and_bounded(graph_kind, caplog):
+    """A dynamic float the CPU graph cannot take as a tensor (a fill value, ``n / x``, an
+    integer tensor times it) stays keyed on both graphs, bounded at 64 entries, one warning
+    naming it; every value is eager's (case C89)."""
+    G = torch.compile(outside_arithmetic, backend="graphdispatch", options=GRAPH_ONLY, dynamic=True)
+    for k in range(70):
+        x = torch.randn(4) + 3
+        scale = 0.25 + k / 16
+        assert_eager(G(x, scale), outside_arithmetic(x, scale))
+    assert stats()["entries"] == 64
+    assert fallbacks("number_values") == 70 - 64
+    (warning,) = numbers_warned(caplog)
+    assert "scale" in warning
 
 
 # ---- C91: an op's own refusal during the out= trial --------------------------------------------
