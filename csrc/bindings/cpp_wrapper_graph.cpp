@@ -3,6 +3,7 @@
 #include "runtime/tensor_layout.h"
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/inductor/aoti_torch/utils.h>
@@ -30,6 +31,18 @@ at::Tensor non_owning(const at::Tensor& t) {
 
 bool same_tensor(const py::handle& seen, const at::Tensor& t) {
   return THPVariable_Check(seen.ptr()) && THPVariable_Unpack(seen.ptr()).is_same(t);
+}
+
+// The 0-d tensor Inductor's generated wrapper makes for `seen`, an int or bool the work was
+// given as `given` (`torch.tensor(arg)`: int64, bool), or nullopt for anything else.
+std::optional<at::Tensor> fixed_number(const py::handle& seen, const c10::IValue& given) {
+  if (py::isinstance<py::bool_>(seen)) {
+    if (!given.isBool() || given.toBool() != seen.cast<bool>()) return std::nullopt;
+    return at::scalar_tensor(given.toBool(), at::kBool);
+  }
+  if (!py::isinstance<py::int_>(seen) || !given.isInt()) return std::nullopt;
+  if (seen.cast<std::int64_t>() != given.toInt()) return std::nullopt;
+  return at::scalar_tensor(given.toInt(), at::kLong);
 }
 
 class CppWrapperGraph final : public DeviceGraph {
@@ -107,8 +120,15 @@ class CppWrapperGraph final : public DeviceGraph {
     std::vector<at::Tensor> entry_inputs;
     entry_inputs.reserve(inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      if (!THPVariable_Check(inputs[i].ptr()))
-        return "input " + std::to_string(i) + " is no tensor";
+      if (!THPVariable_Check(inputs[i].ptr())) {
+        // A SymInt (dynamic=True) or bool: the generated wrapper passes `torch.tensor(arg)`,
+        // which the entry reads when it runs; the key holds the value (case C92).
+        auto number = fixed_number(inputs[i], arguments_[i]);
+        if (!number)
+          return "input " + std::to_string(i) + " is neither a tensor nor an int or bool";
+        entry_inputs.push_back(std::move(*number));
+        continue;
+      }
       const auto& given = THPVariable_Unpack(inputs[i].ptr());
       if (given.is_conj() || given.is_neg())
         return "input " + std::to_string(i) + " is a conj/neg view";

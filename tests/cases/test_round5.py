@@ -538,6 +538,29 @@ def test_c89_a_number_the_graph_cannot_read_is_keyed_and_bounded(graph_kind, cap
     assert "scale" in warning
 
 
+# ---- C92: graph_with_compile's direct C++ call -------------------------------------------------
+
+
+def shaped(x, y):
+    return ((x @ y).relu() * x.shape[0],)
+
+
+@pytest.mark.inductor
+def test_c92_symint_inputs_keep_the_direct_cpp_call():
+    """Under dynamic=True the sizes reach Inductor's entry as SymInts, which its wrapper passes as
+    0-d tensors: the direct C++ call makes the same tensor of the keyed value, so each shape's
+    entry calls the entry from C++, with eager's values on new inputs every call (case C92)."""
+    from graphdispatch._backend import _RUNNERS
+
+    G = torch.compile(shaped, backend="graphdispatch", options=CPP_WRAPPER, dynamic=True)
+    for rows in (3, 5, 3, 5, 7):
+        x, y = torch.randn(rows, 4), torch.randn(4, 6)
+        assert_eager(G(x, y), shaped(x, y), exact=False)
+    graphs = [e["graph"] for r in _RUNNERS for e in r.entries()]
+    assert stats()["fallbacks"] == {} and stats()["captures"] == len(graphs) == 3
+    assert all(g.startswith("calls Inductor's C++ entry directly") for g in graphs), graphs
+
+
 # ---- C91: an op's own refusal during the out= trial --------------------------------------------
 
 
