@@ -561,6 +561,69 @@ def test_c92_symint_inputs_keep_the_direct_cpp_call():
     assert all(g.startswith("calls Inductor's C++ entry directly") for g in graphs), graphs
 
 
+# ---- C93: a Python custom op's result, a view of a literal, returned --------------------------
+
+
+@torch.library.custom_op("graphdispatch_round5::doubled", mutates_args=())
+def doubled(x: torch.Tensor) -> torch.Tensor:
+    return x * 2  # made in Python: its wrapper holds it while C++ does
+
+
+@doubled.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def custom_result_out(x):
+    return (torch.ops.graphdispatch_round5.doubled(x + 1),)
+
+
+def literal_views(x):
+    table = torch.tensor([0.5, 1.5, 2.5, 3.5])
+    return (x * table, table[1:], table.view(2, 2))
+
+
+GLOBAL_TABLE = torch.arange(4.0)
+
+
+def global_view(x):
+    return (x + 1, GLOBAL_TABLE[1:])
+
+
+@pytest.mark.parametrize("safe", [True, False], ids=["safe", "unsafe"])
+@pytest.mark.parametrize("fn", [custom_result_out, literal_views], ids=["custom_op", "literal"])
+def test_c93_a_python_custom_ops_result_and_a_literals_view_returned_replay(fn, safe):
+    """A Python custom op's result returned as the output (its Python wrapper is no other holder)
+    and views of a literal made inside the graph (their base, held only by the views): both
+    replay on every graph kind, eager's values on new inputs every call, also when the caller
+    writes the unsafe outputs it was handed (case C93)."""
+    G = compiled(fn, safe_output_mode=safe)
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(4)
+            got = G(x)
+            assert_eager(got, fn(x))
+            for out in got:
+                out.fill_(-7.0)  # the caller's to write; the next call must not see it
+    assert stats()["fallbacks"] == {}
+    assert stats()["captures"] == 1 and stats()["replays"] == 4
+
+
+def test_c93_a_view_of_a_tensor_held_elsewhere_is_still_refused_on_the_cpu_graph(graph_kind):
+    """A view of a global returned, the global not an input (a runner without Dynamo, which would
+    pass it as one): the base is held by the global too, which may change between calls, so the
+    CPU graph still refuses the capture, and every value is eager's."""
+    r = runner(global_view, [False])
+    with torch.no_grad():
+        for k in range(4):
+            GLOBAL_TABLE.add_(k)
+            x = torch.randn(4)
+            assert_eager(r(x), global_view(x))
+    GLOBAL_TABLE.copy_(torch.arange(4.0))
+    if graph_kind == "cpu":
+        assert fallbacks("capture_failed") == 4
+
+
 # ---- C91: an op's own refusal during the out= trial --------------------------------------------
 
 
