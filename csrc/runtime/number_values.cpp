@@ -66,8 +66,8 @@ std::optional<std::string> NumberValues::refused(const std::vector<c10::IValue>&
   if (found == seen_.end() || found->second.captures < kNumberValuesLimit) return std::nullopt;
   return std::to_string(found->second.captures) + " entries of one input layout differ only in " +
          changing(inputs, found->second, options) +
-         ": a new value runs without a graph, the values captured so far replay (Note [Numbers "
-         "in the key])";
+         ": a new value runs without a graph, the values captured so far replay "
+         "(Note [Numbers in the key])";
 }
 
 std::optional<std::string> NumberValues::on_capture(const std::vector<c10::IValue>& inputs,

@@ -538,6 +538,54 @@ def test_c89_a_number_the_graph_cannot_read_is_keyed_and_bounded(graph_kind, cap
     assert "scale" in warning
 
 
+# ---- C90: tensor subclasses on graph_with_compile ---------------------------------------------
+
+
+class TwoTensorLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        from torch.testing._internal.two_tensor import TwoTensor
+
+        weight = TwoTensor(torch.randn(4, 4), torch.randn(4, 4))
+        self.weight = torch.nn.Parameter(weight, requires_grad=False)
+
+    def forward(self, x, bias):
+        return ((x @ self.weight).relu() + bias, bias * 2)
+
+
+def assert_two_tensors(got, expected):
+    assert type(got) is type(expected)
+    for attr in ("a", "b"):
+        torch.testing.assert_close(getattr(got, attr), getattr(expected, attr))
+
+
+@pytest.mark.inductor
+def test_c90_tensor_subclasses_go_through_the_runner_to_inductor():
+    """A TwoTensor weight and a TwoTensor argument on graph_with_compile: each reaches the runner
+    as its inner tensors (the weight's read in place), Inductor's C++ entry is called directly
+    (for the static-shape graph), and each call gives eager's TwoTensors on new inputs, shapes
+    that change included, with no fallback (case C90)."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    from graphdispatch._backend import _RUNNERS
+
+    model = TwoTensorLinear()
+    G = torch.compile(model, backend="graphdispatch", options=CPP_WRAPPER)
+    with torch.no_grad():
+        for rows in (2, 2, 3, 2, 3):
+            x = torch.randn(rows, 4)
+            bias = TwoTensor(torch.randn(4), torch.randn(4))
+            got, expected = G(x, bias), model(x, bias)
+            for g, e in zip(got, expected):
+                assert_two_tensors(g, e)
+    assert stats()["fallbacks"] == {}
+    graphs = [e["graph"] for r in _RUNNERS for e in r.entries()]
+    assert stats()["replays"] == 5 and len(graphs) == stats()["captures"] <= 3, graphs
+    # The static-shape graph calls the entry directly; the one Dynamo recompiles with dynamic
+    # sizes returns them too, and says so (case C92).
+    assert any(g.startswith("calls Inductor's C++ entry directly") for g in graphs), graphs
+
+
 # ---- C92: graph_with_compile's direct C++ call -------------------------------------------------
 
 

@@ -50,8 +50,8 @@ bool is_async_collective(const c10::OperatorHandle& op);
 
 /// 1 when `impl` has a Python wrapper that nothing in Python refers to, else 0. A tensor a Python
 /// kernel made and returned (a torch.library.custom_op's result) keeps its wrapper while C++
-/// holds it, and the wrapper holds one reference (c10/util/intrusive_ptr.h, Note [PyObject
-/// preservation for Tensor and Storages]) that is no other holder (case C93); a wrapper something
+/// holds it, and the wrapper holds one reference (PyTorch's c10/util/intrusive_ptr.h, on PyObject
+/// preservation) that is no other holder (case C93); a wrapper something
 /// in Python refers to (a memoised table, a global) is one. Reads the wrapper's count without the
 /// GIL, as the capture reads every other reference count: a capture is one thread's work.
 std::size_t wrapper_only(const c10::TensorImpl* impl);
