@@ -132,37 +132,33 @@ def _tensor_rewrite(node: torch.fx.Node, number: torch.fx.Node) -> Callable | No
 _Rewrites = dict[torch.fx.Node, tuple[Callable, torch.fx.Node]]
 
 
-def _readable(item: torch.fx.Node, numbers: set[torch.fx.Node]) -> _Rewrites:
-    """The rewrites that make every use of ``item`` (a number read from an input) take the 0-d
-    tensor instead (Note [Numbers read at replay]): per tensor op, the aten call it becomes and
-    its number operand. Raises LookupError where a use cannot.
-    ``numbers``: the nodes found to be such numbers so far, added to."""
+def _readable(items: list[torch.fx.Node]) -> _Rewrites:
+    """The rewrites that make every use of ``items`` (numbers read from inputs) and of the
+    numbers computed from them take 0-d tensors instead (Note [Numbers read at replay]): per
+    tensor op, the aten call it becomes and its number operand. Raises LookupError where a use
+    cannot."""
+    numbers = set(items)
+    for node in items[0].graph.nodes:  # in topological order: operands before their users
+        if (
+            node not in numbers
+            and node.op == "call_function"
+            and node.target in _ARITHMETIC
+            and not node.kwargs
+            and isinstance(_value(node), torch.SymFloat)
+            and any(a in numbers for a in node.args)
+            and all(a in numbers or _constant(a) for a in node.args)
+            and (node.target is not operator.truediv or _constant(node.args[1]) and node.args[1])
+        ):
+            numbers.add(node)
     rewrites: _Rewrites = {}
-    pending = [item]
-    numbers.add(item)
-    while pending:
-        node = pending.pop()
-        for user in node.users:
-            if user in numbers or user in rewrites:
+    for number in numbers:
+        for user in number.users:
+            if user in numbers:
                 continue
-            result = _value(user)
-            if (
-                user.op == "call_function"
-                and user.target in _ARITHMETIC
-                and not user.kwargs
-                and isinstance(result, torch.SymFloat)
-                and all(a in numbers or _constant(a) for a in user.args)
-                and (
-                    user.target is not operator.truediv or _constant(user.args[1]) and user.args[1]
-                )
-            ):
-                numbers.add(user)
-                pending.append(user)
-                continue
-            rewrite = _tensor_rewrite(user, node)
+            rewrite = _tensor_rewrite(user, number)
             if rewrite is None:
                 raise LookupError(user)
-            rewrites[user] = (rewrite, node)
+            rewrites[user] = (rewrite, number)
     return rewrites
 
 
@@ -183,22 +179,23 @@ class HostNumbers:
     ) -> None:
         # keyed=False: a graph kind that reads the tensors at replay takes none as numbers.
         positions = _host_number_positions(gm, example_inputs) if keyed else []
-        # read_at_replay (the CPU graph): per input it can leave a tensor, the rewrites of its
-        # uses (Note [Numbers read at replay]).
-        self.read: dict[int, _Rewrites] = {}
+        # read_at_replay (the CPU graph): the inputs it can leave tensors, and the rewrites of
+        # their uses (Note [Numbers read at replay]): all of them together where they are
+        # computed with one another, else each that can on its own.
+        self.read: list[int] = []
+        self._rewrites: _Rewrites = {}
         placeholders = gm.graph.find_nodes(op="placeholder")
-        for i in positions if read_at_replay else []:
-            if example_inputs[i].dtype != torch.float64:
-                continue
+        candidates = [
+            i for i in positions if read_at_replay and example_inputs[i].dtype == torch.float64
+        ]
+        for group in [candidates, *([i] for i in candidates)] if candidates else []:
             try:
-                numbers: set[torch.fx.Node] = set()
-                self.read[i] = {
-                    node: rewrite
-                    for read in placeholders[i].users
-                    for node, rewrite in _readable(read, numbers).items()
-                }
+                self._rewrites.update(_readable([r for i in group for r in placeholders[i].users]))
             except LookupError:
                 continue
+            self.read.extend(group)
+            if group is candidates:
+                break
         self.positions = [i for i in positions if i not in self.read]
         self.dtypes = {i: example_inputs[i].dtype for i in self.positions}
 
@@ -220,11 +217,11 @@ class HostNumbers:
                 node.meta["example_value"] = read.meta.get("example_value", read.meta.get("val"))
                 read.replace_all_uses_with(node)
                 gm.graph.erase_node(read)
-        for i, rewrites in self.read.items():
-            # Note [Numbers read at replay]: the tensor ops first, named by the item they use.
-            for node, (target, number) in rewrites.items():
-                tensor = node.args[1] if node.args[0] is number else node.args[0]
-                node.op, node.target, node.args = "call_function", target, (tensor, number)
+        # Note [Numbers read at replay]: the tensor ops first, named by the number they use.
+        for node, (target, number) in self._rewrites.items():
+            tensor = node.args[1] if node.args[0] is number else node.args[0]
+            node.op, node.target, node.args = "call_function", target, (tensor, number)
+        for i in self.read:
             node = placeholders[i]
             for read in list(node.users):
                 read.replace_all_uses_with(node)

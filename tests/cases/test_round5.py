@@ -501,6 +501,20 @@ def test_c89_the_cpu_graph_reads_a_changing_number_at_replay(graph_kind, dtype, 
         assert "scale" in warning
 
 
+def two_scales(x, guidance: float, rescale: float):
+    return (x * (guidance * rescale) + rescale, (guidance - rescale) * x)
+
+
+def test_c89_numbers_computed_with_one_another_are_read_at_replay(graph_kind):
+    """Two dynamic floats multiplied together before they scale a tensor: the CPU graph reads
+    both at replay (one entry), eager's bytes on new inputs every call (case C89)."""
+    G = torch.compile(two_scales, backend="graphdispatch", options=GRAPH_ONLY, dynamic=True)
+    for k in range(12):
+        x = torch.randn(6)
+        assert_eager(G(x, 1.0 + k / 3, 0.7 - k / 11), two_scales(x, 1.0 + k / 3, 0.7 - k / 11))
+    assert stats()["entries"] == (1 if graph_kind == "cpu" else 12)
+
+
 def controlnet_scale(x, scale: float):
     return (x * scale,)
 
