@@ -79,7 +79,11 @@ def test_c77_graphs_with_inductor_constants_rerun_through_python(freezing, caplo
             torch.testing.assert_close(compiled(x), fn(x))
     stats = graphdispatch.stats()
     assert stats["captures"] == 1 and stats["replays"] == 3 and stats["fallbacks"] == {}, stats
-    assert graphs() == [""]  # the emulated graph: the compiled function re-run, Python and all
+    # The compiled function re-run, Python and all; each entry says why (case C92).
+    assert graphs() == [
+        "re-runs Inductor's compiled function through Python: Inductor's C++ entry takes "
+        "constants besides the graph's inputs"
+    ]
     assert (
         "cpp_wrapper graph re-runs the compiled function: Inductor's C++ entry takes constants "
         "besides the graph's inputs" in caplog.text

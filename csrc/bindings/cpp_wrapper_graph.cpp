@@ -61,8 +61,9 @@ class CppWrapperGraph final : public DeviceGraph {
   void capture_end(const std::vector<c10::IValue>& outputs) override {
     py::gil_scoped_acquire gil;
     py::object seen = recorder_->get().attr("take")();
-    why_not_ = py::isinstance<py::str>(seen) ? std::optional(seen.cast<std::string>())
-                                             : check(seen, outputs);
+    why_not_ = py::isinstance<py::str>(seen) || entry_ == nullptr
+                   ? std::optional(py::str(seen).cast<std::string>())
+                   : check(seen, outputs);
     if (!why_not_) outputs_ = outputs;
     arguments_.clear();  // the capture's own tensors: held only until they are checked
   }
@@ -171,6 +172,7 @@ class CppWrapperGraph final : public DeviceGraph {
 
 CppWrapperGraphFactory::CppWrapperGraphFactory(const std::string& library, py::object recorder)
     : recorder_(std::make_shared<GilHeld>(std::move(recorder))) {
+  if (library.empty()) return;  // no entry: every graph re-runs, saying the recorder's reason
   // Already loaded by Inductor (as a Python module): RTLD_NOLOAD only looks it up, and the handle
   // is never closed, as Python never unloads an extension module.
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);

@@ -31,8 +31,10 @@ namespace graphdispatch::bindings {
 // releases the GIL itself, so it is called holding it.
 
 /// Makes the graphs of one compiled function. `library`: path of the loaded module exporting
-/// `inductor_entry_impl`; `recorder`: has arm() (record the next call on this thread) and
-/// take() (the recorded (inputs, outputs) lists, or a str saying why the direct call is off).
+/// `inductor_entry_impl`, or "" where there is none (every graph re-runs the function, and its
+/// describe() says why: what take() returns, case C92); `recorder`: has arm() (record the next
+/// call on this thread) and take() (the recorded (inputs, outputs) lists, or a str saying why
+/// the direct call is off).
 class CppWrapperGraphFactory final : public DeviceGraphFactory {
  public:
   /// Handles in are stolen by the callee, handles out are the caller's.
@@ -43,7 +45,7 @@ class CppWrapperGraphFactory final : public DeviceGraphFactory {
   std::string name() const override { return "cpp_wrapper"; }
 
  private:
-  EntryFn entry_;
+  EntryFn entry_ = nullptr;
   std::shared_ptr<GilHeld> recorder_;
 };
 

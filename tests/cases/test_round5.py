@@ -686,6 +686,32 @@ def test_c93_a_view_of_a_tensor_held_elsewhere_is_still_refused_on_the_cpu_graph
         assert fallbacks("capture_failed") == 4
 
 
+def a_view_of_the_input(x):
+    return (x.t(), (x * 2).sin())
+
+
+@pytest.mark.inductor
+def test_c92_explain_says_per_graph_why_the_direct_call_is_off():
+    """Where graph_with_compile re-runs Inductor's Python wrapper (an output viewing an input;
+    Inductor's constants under freezing), explain() says so per graph, with the reason, and the
+    values are eager's (case C92)."""
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        report = graphdispatch.explain(a_view_of_the_input, x, options={"graph_with_compile": True})
+        (graph,) = report.graphs
+        (entry,) = graph["entries"]
+        assert entry["graph"].startswith("re-runs Inductor's compiled function through Python: ")
+        assert "output 0" in entry["graph"]
+        model = torch.nn.Linear(4, 4).eval()
+        with torch._inductor.config.patch(freezing=True):
+            report = graphdispatch.explain(model, x, options={"graph_with_compile": True})
+    (graph,) = report.graphs
+    (entry,) = graph["entries"]
+    assert entry["graph"].endswith(
+        "Inductor's C++ entry takes constants besides the graph's inputs"
+    )
+
+
 # ---- C91: an op's own refusal during the out= trial --------------------------------------------
 
 
