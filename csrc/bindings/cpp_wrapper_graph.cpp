@@ -91,13 +91,14 @@ class CppWrapperGraph final : public DeviceGraph {
     for (std::size_t k = 0; k < out.size(); ++k) {
       at::Tensor fresh = std::move(*torch::aot_inductor::tensor_handle_to_tensor_pointer(out[k]));
       delete torch::aot_inductor::tensor_handle_to_tensor_pointer(out[k]);
-      outputs_[k].toTensor().copy_(fresh);
+      if (!fixed_[k]) outputs_[k].toTensor().copy_(fresh);
     }
   }
   void reset() override {
     rerun_ = nullptr;
     entry_inputs_.clear();
     outputs_.clear();
+    fixed_.clear();
   }
   bool runs_during_capture() const override { return true; }
   std::string describe() const override {
@@ -107,8 +108,27 @@ class CppWrapperGraph final : public DeviceGraph {
   }
 
  private:
+  // True when `output` is a view of an argument (an input buffer or a static input: memory fixed
+  // for the entry) that aot_autograd rebuilt from the entry's `seen` return, which is the same
+  // view (address, sizes, strides): after each replay it holds the argument's bytes, as eager's
+  // view does (an argument the entry writes included). Case C92.
+  bool views_an_argument(const py::handle& seen, const at::Tensor& output) const {
+    if (!THPVariable_Check(seen.ptr())) return false;
+    const auto& returned = THPVariable_Unpack(seen.ptr());
+    if (returned.data_ptr() != output.data_ptr() || returned.sizes() != output.sizes() ||
+        returned.strides() != output.strides() || returned.dtype() != output.dtype() ||
+        output.is_conj() || output.is_neg()) {
+      return false;
+    }
+    for (const auto& a : arguments_) {
+      if (a.isTensor() && a.toTensor().storage().is_alias_of(output.storage())) return true;
+    }
+    return false;
+  }
+
   // Why the recorded call (`seen`: its inputs and outputs) cannot stand for the work, or nullopt
-  // with entry_inputs_ set (Note [Inductor's C++ entry]).
+  // with entry_inputs_ set and fixed_ marking the outputs that view an argument (Note
+  // [Inductor's C++ entry]).
   std::optional<std::string> check(const py::object& seen,
                                    const std::vector<c10::IValue>& outputs) {
     auto pair = seen.cast<py::tuple>();
@@ -149,13 +169,20 @@ class CppWrapperGraph final : public DeviceGraph {
       return "it returns " + std::to_string(returned.size()) + " tensors, the graph " +
              std::to_string(outputs.size()) + " values";
     }
+    std::vector<bool> fixed(outputs.size(), false);
     for (std::size_t k = 0; k < outputs.size(); ++k) {
+      if (outputs[k].isTensor() && !same_tensor(returned[k], outputs[k].toTensor()) &&
+          views_an_argument(returned[k], outputs[k].toTensor())) {
+        fixed[k] = true;  // a view of fixed memory: it holds each replay's values as it is
+        continue;
+      }
       if (!outputs[k].isTensor() || !same_tensor(returned[k], outputs[k].toTensor())) {
         return "output " + std::to_string(k) + " is rebuilt by aot_autograd's wrappers";
       }
       if (is_expanded(outputs[k].toTensor())) return "output " + std::to_string(k) + " is expanded";
     }
     entry_inputs_ = std::move(entry_inputs);
+    fixed_ = std::move(fixed);
     return std::nullopt;
   }
 
@@ -166,6 +193,7 @@ class CppWrapperGraph final : public DeviceGraph {
   std::optional<std::string> why_not_;
   std::vector<at::Tensor> entry_inputs_;  // what every replay passes, in the entry's order
   std::vector<c10::IValue> outputs_;      // the static outputs each replay writes
+  std::vector<bool> fixed_;               // per output: a view of an argument, never written
 };
 
 }  // namespace

@@ -686,29 +686,51 @@ def test_c93_a_view_of_a_tensor_held_elsewhere_is_still_refused_on_the_cpu_graph
         assert fallbacks("capture_failed") == 4
 
 
-def a_view_of_the_input(x):
-    return (x.t(), (x * 2).sin())
+class ViewsOut(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 4), requires_grad=False)
+
+    def forward(self, x):
+        return (x.t(), (x @ self.weight).relu(), self.weight[1:])
+
+
+@pytest.mark.inductor
+def test_c92_outputs_viewing_inputs_and_weights_keep_the_direct_cpp_call():
+    """Outputs that view an argument and a weight: aot_autograd rebuilds them from the entry's
+    returns, which are the same views of fixed memory, so the direct C++ call stands and leaves
+    them as they are; each call gives eager's values, the argument's view on the caller's
+    tensor as eager's is (case C92)."""
+    from graphdispatch._backend import _RUNNERS
+
+    model = ViewsOut()
+    G = torch.compile(model, backend="graphdispatch", options=CPP_WRAPPER)
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(3, 4)
+            got, expected = G(x), model(x)
+            assert_eager(got, expected, exact=False)
+            assert got[0].data_ptr() == x.data_ptr()
+    assert stats()["fallbacks"] == {} and stats()["captures"] == 1
+    graphs = [e["graph"] for r in _RUNNERS for e in r.entries()]
+    assert graphs == ["calls Inductor's C++ entry directly (2 inputs, 3 outputs)"], graphs
 
 
 @pytest.mark.inductor
 def test_c92_explain_says_per_graph_why_the_direct_call_is_off():
-    """Where graph_with_compile re-runs Inductor's Python wrapper (an output viewing an input;
-    Inductor's constants under freezing), explain() says so per graph, with the reason, and the
-    values are eager's (case C92)."""
-    x = torch.randn(3, 4)
-    with torch.no_grad():
-        report = graphdispatch.explain(a_view_of_the_input, x, options={"graph_with_compile": True})
-        (graph,) = report.graphs
-        (entry,) = graph["entries"]
-        assert entry["graph"].startswith("re-runs Inductor's compiled function through Python: ")
-        assert "output 0" in entry["graph"]
-        model = torch.nn.Linear(4, 4).eval()
-        with torch._inductor.config.patch(freezing=True):
-            report = graphdispatch.explain(model, x, options={"graph_with_compile": True})
+    """Where graph_with_compile re-runs Inductor's Python wrapper (Inductor's constants under
+    freezing, which its Python side appends to the entry's arguments), explain() says so per
+    graph, with the reason (case C92)."""
+    model = torch.nn.Linear(4, 4).eval()
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        report = graphdispatch.explain(
+            model, torch.randn(3, 4), options={"graph_with_compile": True}
+        )
     (graph,) = report.graphs
     (entry,) = graph["entries"]
-    assert entry["graph"].endswith(
-        "Inductor's C++ entry takes constants besides the graph's inputs"
+    assert entry["graph"] == (
+        "re-runs Inductor's compiled function through Python: Inductor's C++ entry takes "
+        "constants besides the graph's inputs"
     )
 
 
