@@ -395,6 +395,12 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         def runner_of(layouts: tuple) -> Any:
             return make_runner(subclasses.inside(fn, layouts))
 
+        if written is None:
+            # Writes Inductor's kernels make to inner tensors bump no version counter, so the
+            # runner could not tell which to copy back: Inductor runs alone (unsupported_tensor).
+            def runner_of(layouts: tuple) -> Any:
+                return None
+
         flattened = subclasses.flatten(example_inputs)
         call = subclasses.outside(runner_of, fn)
         runner = None if flattened is None else subclasses.runner_for(flattened[0], runner_of)

@@ -119,8 +119,8 @@ class SubclassInputs:
         return call
 
     def runner_for(self, layouts: tuple, make_runner: Callable[[tuple], Any]) -> Any | None:
-        """The runner of ``layouts``, made by ``make_runner`` the first time; None past
-        MAX_LAYOUTS."""
+        """The runner of ``layouts``, made by ``make_runner`` the first time (which may say None:
+        no runner); None past MAX_LAYOUTS."""
         with self._lock:
             for seen, runner in zip(self._layouts, self._runners):
                 if seen == layouts:
