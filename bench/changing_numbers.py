@@ -75,12 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         SECTION,
         "",
-        f"`.venv/bin/python bench/changing_numbers.py --calls {args.calls}` ({platform.machine()}, torch "
-        f"{torch.__version__}, one intra-op thread): a guidance step on a 4x64x64 latent under "
-        f"`dynamic=True`, {args.calls} calls, a new guidance scale and new latents each; time per "
-        f"call over eager's, median of the per-call ratios from the third call.",
+        f"`.venv/bin/python bench/changing_numbers.py --calls {args.calls}` "
+        f"({platform.machine()}, torch {torch.__version__}, one intra-op thread): a guidance "
+        f"step on a 4x64x64 latent under `dynamic=True`, {args.calls} calls, a new guidance "
+        f"scale and new latents each; time per call over eager's, median of the per-call ratios "
+        f"from the third call.",
         "",
-        "| graph | entries | captures | fallbacks (`number_values`) | call / eager | wrong values |",
+        "| graph | entries | captures | fallbacks (`number_values`) | call / eager | wrong |",
         "|---|---|---|---|---|---|",
         *(
             f"| {r['kind']} | {r['entries']} | {r['captures']} | {r['fallbacks']} "
