@@ -136,7 +136,9 @@ class CppWrapperGraph final : public DeviceGraph {
     auto returned = pair[1].cast<py::list>();
     if (inputs.size() != arguments_.size()) {
       return "it takes " + std::to_string(inputs.size()) + " inputs, the graph " +
-             std::to_string(arguments_.size());
+             std::to_string(arguments_.size()) +
+             " (aot_autograd merged inputs that share memory and are written, such as a buffer "
+             "viewing another, into one base)";
     }
     std::vector<at::Tensor> entry_inputs;
     entry_inputs.reserve(inputs.size());

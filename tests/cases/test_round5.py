@@ -738,16 +738,38 @@ def test_c92_outputs_viewing_inputs_and_weights_keep_the_direct_cpp_call():
     assert graphs == ["calls Inductor's C++ entry directly (2 inputs, 3 outputs)"], graphs
 
 
+class HalvedView(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(5, 4))
+        self.register_buffer("rows", self.table[1:])  # a buffer viewing another
+
+    def forward(self, x):
+        self.rows.mul_(0.5)
+        return (x @ self.rows.t() + self.table.sum(),)
+
+
 @pytest.mark.inductor
 def test_c92_explain_says_per_graph_why_the_direct_call_is_off():
-    """Where graph_with_compile re-runs Inductor's Python wrapper (Inductor's constants under
-    freezing, which its Python side appends to the entry's arguments), explain() says so per
-    graph, with the reason (case C92)."""
+    """Where graph_with_compile re-runs Inductor's Python wrapper (a written buffer viewing
+    another, which aot_autograd merges into one base; Inductor's constants under freezing,
+    which its Python side appends to the entry's arguments), explain() says so per graph, with
+    the reason, and the values are eager's (case C92)."""
+    model, eager = HalvedView(), HalvedView()
+    eager.table.copy_(model.table)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(3, 4)
+            torch.testing.assert_close(compiled(model, CPP_WRAPPER)(x), eager(x))
+            torch.testing.assert_close(model.table, eager.table)
+        torch._dynamo.reset()
+        report = graphdispatch.explain(model, x, options={"graph_with_compile": True})
+    (graph,) = report.graphs
+    (entry,) = graph["entries"]
+    assert "aot_autograd merged inputs that share memory" in entry["graph"]
     model = torch.nn.Linear(4, 4).eval()
     with torch.no_grad(), torch._inductor.config.patch(freezing=True):
-        report = graphdispatch.explain(
-            model, torch.randn(3, 4), options={"graph_with_compile": True}
-        )
+        report = graphdispatch.explain(model, x, options={"graph_with_compile": True})
     (graph,) = report.graphs
     (entry,) = graph["entries"]
     assert entry["graph"] == (
