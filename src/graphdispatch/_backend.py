@@ -393,13 +393,10 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     if subclasses:
 
         def runner_of(layouts: tuple) -> Any:
-            return make_runner(subclasses.inside(fn, layouts))
-
-        if written is None:
-            # Writes Inductor's kernels make to inner tensors bump no version counter, so the
-            # runner could not tell which to copy back: Inductor runs alone (unsupported_tensor).
-            def runner_of(layouts: tuple) -> Any:
-                return None
+            # Writes Inductor's kernels make to inner tensors bump no version counter: where the
+            # graph's writes are unknown the runner could not tell which to copy back, so
+            # Inductor runs alone (unsupported_tensor).
+            return None if written is None else make_runner(subclasses.inside(fn, layouts))
 
         flattened = subclasses.flatten(example_inputs)
         call = subclasses.outside(runner_of, fn)

@@ -75,7 +75,8 @@ def _host_number_positions(gm: torch.fx.GraphModule, example_inputs: Sequence[An
 
 # Note [Numbers read at replay]: float arithmetic on numbers, exact on 0-d float64 tensors.
 _ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.neg, operator.truediv)
-# Binary tensor ops: (target, number first?) -> the aten call eager makes, tensor first.
+# Binary tensor ops: target -> (the aten call eager makes, tensor first, when the number is the
+# second operand; when it is the first, or None where none gives eager's bytes).
 _TENSOR_OPS = {
     operator.add: (torch.add, torch.add),
     operator.mul: (torch.mul, torch.mul),
