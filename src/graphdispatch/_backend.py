@@ -400,7 +400,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
 
         flattened = subclasses.flatten(example_inputs)
         call = subclasses.outside(runner_of, fn)
-        runner = None if flattened is None else subclasses.runner_for(flattened[0], runner_of)
+        runner = None if flattened is None else subclasses.runner_for(flattened[0], runner_of)[1]
     else:
         runner = make_runner(fn)
         flattened = ((), example_inputs)

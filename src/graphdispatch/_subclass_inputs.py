@@ -61,7 +61,10 @@ class SubclassInputs:
         ]
         self._layouts: list[tuple] = []  # per runner: the layout of each subclass input
         self._runners: list[Any] = []
-        self._outputs: dict[tuple, list] = {}  # (layout index, inner layouts) -> output layouts
+        # (id of the stored input layouts (a ctx need not hash), the flat inputs' shapes, or None
+        # where no output layout has an outer size of its own, so that it does not grow with the
+        # shapes) -> the output layouts
+        self._outputs: dict[tuple, list] = {}
         self._lock = threading.Lock()
 
     def __bool__(self) -> bool:
@@ -113,23 +116,26 @@ class SubclassInputs:
                     raise TypeError(f"graphdispatch: a nested tensor subclass output ({type(o)})")
                 out_layouts.append(layout)
                 inner.extend([getattr(o, a) for a in layout[1]] if layout else [o])
-            self._outputs[(layouts, _key(flat))] = out_layouts
+            shaped = any(layout and layout[3] for layout in out_layouts)
+            self._outputs[(id(layouts), _key(flat) if shaped else None)] = out_layouts
             return tuple(inner)
 
         return call
 
-    def runner_for(self, layouts: tuple, make_runner: Callable[[tuple], Any]) -> Any | None:
-        """The runner of ``layouts``, made by ``make_runner`` the first time (which may say None:
-        no runner); None past MAX_LAYOUTS."""
+    def runner_for(
+        self, layouts: tuple, make_runner: Callable[[tuple], Any]
+    ) -> tuple[tuple, Any | None]:
+        """(the stored layouts equal to ``layouts``, their runner, made by ``make_runner`` the
+        first time, which may say None: no runner); (layouts, None) past MAX_LAYOUTS."""
         with self._lock:
             for seen, runner in zip(self._layouts, self._runners):
                 if seen == layouts:
-                    return runner
+                    return seen, runner
             if len(self._layouts) >= MAX_LAYOUTS:
-                return None
+                return layouts, None
             self._layouts.append(layouts)
             self._runners.append(make_runner(layouts))
-            return self._runners[-1]
+            return layouts, self._runners[-1]
 
     def outside(self, make_runner: Callable[[tuple], Any], fn: Callable) -> Callable:
         """The graph's function: the runner of the call's layout on the flattened call, its
@@ -139,13 +145,19 @@ class SubclassInputs:
 
         def call(*args: Any) -> Any:
             flattened = self.flatten(args)
-            runner = None if flattened is None else self.runner_for(flattened[0], make_runner)
+            runner = None
+            if flattened is not None:
+                layouts, runner = self.runner_for(flattened[0], make_runner)
             if runner is None:
                 return _C.fallback(_C.FallbackReason.unsupported_tensor.name, fn, *args)
-            layouts, flat = flattened
+            flat = flattened[1]
             inner = runner(*flat)
             outputs, k = [], 0
-            for layout in self._outputs[(layouts, _key(flat))]:
+            shapes = _key(flat)
+            out_layouts = (
+                self._outputs.get((id(layouts), shapes)) or self._outputs[(id(layouts), None)]
+            )
+            for layout in out_layouts:
                 n = len(layout[1]) if layout else 1
                 outputs.append(_rebuild(layout, inner[k : k + n]) if layout else inner[k])
                 k += n
