@@ -714,12 +714,7 @@ def test_mutating_custom_op_and_expanded_outputs_interleaved(safe):
     interleave(jobs, seed=8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="over-conservative refusal, values right: a literal whose view is an output is "
-    "refused ('lifts a literal that something else keeps'), the view's autograd base being "
-    "counted as another holder",
-)
+# Case C93: the view's autograd base, held only by the output views, is no other holder.
 def test_a_view_of_a_literal_returned_replays():
     def f(x):
         return torch.tensor([5.0, 6.0]).expand(3, 2), x + 1

@@ -21,17 +21,20 @@ namespace graphdispatch::bindings {
 // the cache key and the lost-input checks guard), so a replay passes exactly what the capture
 // passed. It vouches only where the Python wrappers did nothing the direct call would skip: each
 // argument is the very tensor the work was given at its position (a number as the 0-d tensor
-// made for it), and the entry's outputs are the very tensors the work returned. Anything else (an
-// input aot_autograd deduplicated or realigned, an output it rebuilt as a view, a mutation it
-// applied after the call) makes the graph re-run the compiled function through Python on replay,
-// as the emulated graph does, and say why in describe(); so does a graph Inductor gave constants
-// (a literal of 16 or more elements, frozen parameters), which its Python side appends to the
-// arguments. The call excludes autocast, as aot_autograd's wrapper does. The generated function
+// made for it; an int or bool of the key, a SymInt under dynamic=True, as the 0-d tensor the
+// wrapper makes of it, case C92), and the entry's outputs are the very tensors the work returned.
+// Anything else (an input aot_autograd deduplicated or realigned, an output it rebuilt as a view, a
+// mutation it applied after the call) makes the graph re-run the compiled function through Python
+// on replay, as the emulated graph does, and say why in describe(); so does a graph Inductor gave
+// constants (a literal of 16 or more elements, frozen parameters), which its Python side appends to
+// the arguments. The call excludes autocast, as aot_autograd's wrapper does. The generated function
 // releases the GIL itself, so it is called holding it.
 
 /// Makes the graphs of one compiled function. `library`: path of the loaded module exporting
-/// `inductor_entry_impl`; `recorder`: has arm() (record the next call on this thread) and
-/// take() (the recorded (inputs, outputs) lists, or a str saying why the direct call is off).
+/// `inductor_entry_impl`, or "" where there is none (every graph re-runs the function, and its
+/// describe() says why: what take() returns, case C92); `recorder`: has arm() (record the next
+/// call on this thread) and take() (the recorded (inputs, outputs) lists, or a str saying why
+/// the direct call is off).
 class CppWrapperGraphFactory final : public DeviceGraphFactory {
  public:
   /// Handles in are stolen by the callee, handles out are the caller's.
@@ -42,7 +45,7 @@ class CppWrapperGraphFactory final : public DeviceGraphFactory {
   std::string name() const override { return "cpp_wrapper"; }
 
  private:
-  EntryFn entry_;
+  EntryFn entry_ = nullptr;
   std::shared_ptr<GilHeld> recorder_;
 };
 

@@ -35,6 +35,11 @@ const std::array<FallbackReasonInfo, kFallbackReasonCount>& fallback_reasons() {
        "torch.inference_mode() making inference tensors), which a replay cannot do: keep the "
        "region out of the compiled function (torch.compiler.disable on the function holding it)",
        false},
+      {FallbackReason::kNumberValues, "number_values",
+       "a number input takes a new value on (almost) every call and each value is its own "
+       "entry: pass it as a tensor, or on the CPU graph use it only in tensor arithmetic, so "
+       "one entry reads it at replay",
+       false},
   }};
   return reasons;
 }

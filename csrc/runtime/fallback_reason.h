@@ -23,8 +23,9 @@ enum class FallbackReason {
   kStaticInputsMoving,
   kVerifyMismatch,
   kAutogradRegion,
+  kNumberValues,
 };
-inline constexpr std::size_t kFallbackReasonCount = 10;
+inline constexpr std::size_t kFallbackReasonCount = 11;
 
 struct FallbackReasonInfo final {
   FallbackReason reason;

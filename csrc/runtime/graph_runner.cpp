@@ -196,6 +196,10 @@ std::shared_ptr<Entry> GraphRunner::find_or_capture(const Signature& given,
     // Not cached: the next call brings yet another address.
     return Entry::negative(FallbackReason::kStaticInputsMoving, std::move(moving),
                            describe_signature(inputs, statics()));
+  } else if (auto growing = state_->numbers.refused(inputs, statics(), options_)) {
+    // Not cached either (Note [Numbers in the key]): one entry per value is what is bounded.
+    return Entry::negative(FallbackReason::kNumberValues, std::move(*growing),
+                           describe_signature(inputs, statics()));
   } else {
     std::int64_t replays = 0;  // beyond each entry's first, which serves its capturing call
     for (const auto& e : entries()) replays += std::max<std::int64_t>(e->replays() - 1, 0);

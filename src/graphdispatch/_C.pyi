@@ -57,6 +57,7 @@ class FallbackReason:
     static_inputs_moving: ClassVar[FallbackReason]
     verify_mismatch: ClassVar[FallbackReason]
     autograd_region: ClassVar[FallbackReason]
+    number_values: ClassVar[FallbackReason]
     __members__: ClassVar[dict[str, FallbackReason]]
     @property
     def name(self) -> str: ...

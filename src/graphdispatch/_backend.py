@@ -52,6 +52,7 @@ from ._free_tensors import lift_free_tensors, with_free_tensors
 from ._graph_analysis import describe_node, flat_output, graph_refusal, input_name, input_roles
 from ._host_numbers import HostNumbers
 from ._once import RunOnce, Setup, register_reset_after_fork
+from ._subclass_inputs import SubclassInputs
 
 log = logging.getLogger("graphdispatch")
 
@@ -343,9 +344,12 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
 
     route = ROUTES[record.route]
     # Numbers Dynamo passes as 0-d tensors reach the runner as numbers, keyed on their value
-    # (case C70); the cpp_wrapper graph's entry reads the 0-d tensor at replay instead: one
-    # entry for all values (case C89).
-    numbers = HostNumbers(record.gm, record.example_inputs, keyed=kind != "cpp_wrapper")
+    # (case C70); the cpp_wrapper graph's entry reads the 0-d tensor at replay instead, and so
+    # does the CPU graph's where the number's uses allow: one entry for all values (case C89,
+    # Note [Numbers read at replay]).
+    numbers = HostNumbers(
+        record.gm, record.example_inputs, keyed=kind != "cpp_wrapper", read_at_replay=kind == "cpu"
+    )
     fn, factory = route.captured(record.gm, record.example_inputs, kind, numbers)
     refused = _refuse(record, fn, numbers)
     if refused is not None:
@@ -353,28 +357,58 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     fn, unflatten = _with_flat_output(fn, record.gm)
     example_inputs = numbers.examples(record.example_inputs)
     roles = input_roles(record.gm, example_inputs)
-    watch = StaticInputWatch()
     runtime_options = config.runtime_options(options)
     if route.exact_verify:
         runtime_options.update(verify_rtol=0.0, verify_atol=0.0)
-    runner = _C.GraphRunner(
-        fn,
-        roles.is_static,
-        factory or graph_factory(kind),
-        log=log.warning,
-        written_inputs=roles.effects.written,
-        draws_random=roles.effects.draws_random,
-        watch=watch,
-        input_names=record.names,
-        **runtime_options,
-    )
-    watch.bind(runner)
+    is_static, names, written = roles.is_static, record.names, roles.effects.written
+    # Tensor subclasses reach Inductor's function through a runner as their inner tensors
+    # (case C90); the FX graph replayed as is cannot take them (unsupported_tensor).
+    subclasses = SubclassInputs(example_inputs if record.route == ROUTE_GRAPH_WITH_COMPILE else [])
+    if subclasses:
+        is_static = subclasses.flat(is_static, example_inputs)
+        names = subclasses.flat(names, example_inputs)
+        flags = subclasses.flat(
+            [i in (written or []) for i in range(len(example_inputs))], example_inputs
+        )
+        written = None if written is None else [i for i, w in enumerate(flags) if w]
+
+    def make_runner(captured: Callable) -> Any:
+        watch = StaticInputWatch()
+        runner = _C.GraphRunner(
+            captured,
+            is_static,
+            factory or graph_factory(kind),
+            log=log.warning,
+            written_inputs=written,
+            draws_random=roles.effects.draws_random,
+            watch=watch,
+            input_names=names,
+            **runtime_options,
+        )
+        watch.bind(runner)
+        _RUNNERS.add(runner)
+        return runner
+
     warn_without_warmup(kind, options["warmup_iters"])
-    _RUNNERS.add(runner)
+    if subclasses:
+
+        def runner_of(layouts: tuple) -> Any:
+            # Writes Inductor's kernels make to inner tensors bump no version counter: where the
+            # graph's writes are unknown the runner could not tell which to copy back, so
+            # Inductor runs alone (unsupported_tensor).
+            return None if written is None else make_runner(subclasses.inside(fn, layouts))
+
+        flattened = subclasses.flatten(example_inputs)
+        call = subclasses.outside(runner_of, fn)
+        runner = None if flattened is None else subclasses.runner_for(flattened[0], runner_of)[1]
+    else:
+        runner = make_runner(fn)
+        flattened = ((), example_inputs)
+        call = runner
+    if runner is not None and not options["lazy_capture"]:
+        _capture_at_compile(runner, flattened[1])
+    call = numbers.outside(call)
     record.runner, record.is_static, record.written = runner, roles.is_static, roles.written
-    if not options["lazy_capture"]:
-        _capture_at_compile(runner, example_inputs)
-    call = numbers.outside(runner)
     if unflatten is None:
         return call
     return lambda *args: unflatten(call(*args))

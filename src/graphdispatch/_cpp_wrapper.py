@@ -69,6 +69,8 @@ class EntryCalls:
 
     def take(self) -> tuple[list, list] | str:
         seen, self._seen, self._armed = self._seen, None, None
+        if self.library is None:
+            return self.reason
         return "the capture did not call Inductor's C++ entry" if seen is None else seen
 
 
@@ -100,11 +102,11 @@ def compile_with_cpp_wrapper(
 
 
 def graph_factory(calls: EntryCalls) -> Any:
-    """The factory of ``calls``' graphs; the emulated graph (the compiled function re-run on
-    every replay, Python included) where there is no C++ entry, logged once per graph."""
+    """The factory of ``calls``' graphs. Where there is no C++ entry its graphs re-run the
+    compiled function on every replay, Python included, logged once per graph and said by each
+    entry's graph (``explain()``, case C92)."""
     from . import _C
 
     if calls.library is None:
         log.info("graphdispatch: cpp_wrapper graph re-runs the compiled function: %s", calls.reason)
-        return _C.EmulatedGraphFactory()
-    return _C.CppWrapperGraphFactory(calls.library, calls)
+    return _C.CppWrapperGraphFactory(calls.library or "", calls)

@@ -29,6 +29,10 @@ def is_static_input(node: torch.fx.Node, value: Any) -> bool:
     if LIFTED in node.meta:
         return True
     grapharg = node.meta.get("grapharg")
+    if getattr(grapharg, "pass_arg_as_tensor", False):
+        # A number Dynamo wraps in a new 0-d tensor on every call, even one a module holds
+        # (a LoRA scaling): copied in where the graph reads it at replay (case C89).
+        return False
     source = getattr(grapharg, "source", None)
     guard_source = getattr(source, "guard_source", None)
     if callable(guard_source):  # a method in some PyTorch versions, a property in others
@@ -193,19 +197,33 @@ class Effects:
     draws_random: bool
 
 
+def _fake_mode_of(value: Any) -> Any:
+    """The fake mode of ``value``, a fake tensor or a tensor subclass over fake tensors; else
+    None."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if isinstance(value, FakeTensor):
+        return value.fake_mode
+    if is_traceable_wrapper_subclass(value):
+        inner = (getattr(value, attr) for attr in value.__tensor_flatten__()[0])
+        return next((m for m in map(_fake_mode_of, inner) if m is not None), None)
+    return None
+
+
 def graph_effects(gm: torch.fx.GraphModule) -> Effects:
     """The ``Effects`` of ``gm``, read from the ops a run on fake copies dispatches.
 
     Writes come from the schemas (``Tensor(a!)``), not from version counters, which some
     in-place kernels (batch_norm's running stats) never bump.
     """
-    from torch._subclasses.fake_tensor import FakeTensor
     from torch.utils import _pytree as pytree
     from torch.utils._python_dispatch import TorchDispatchMode
 
     fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
-    # The mode Dynamo traced with (the tracing context may already hold another one).
-    mode = next((f.fake_mode for f in fakes if isinstance(f, FakeTensor)), None)
+    # The mode Dynamo traced with (the tracing context may already hold another one); a tensor
+    # subclass's inner tensors carry it where no input is a plain fake tensor (case C90).
+    mode = next((m for m in map(_fake_mode_of, fakes) if m is not None), None)
     if mode is None:
         return Effects(None, True)
     written: set[int] = set()

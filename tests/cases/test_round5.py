@@ -9,7 +9,7 @@ import contextlib
 
 import pytest
 import torch
-from cases_helpers import compiled, fallbacks, runner, stats
+from cases_helpers import GRAPH_ONLY, compiled, fallbacks, runner, stats
 
 import graphdispatch
 
@@ -456,6 +456,326 @@ def test_c89_cpp_wrapper_reads_a_changing_number_at_replay():
     assert runners["fallbacks"] == {}
     assert runners["captures"] <= 2  # the first value (specialised) and the dynamic graph
     assert runners["entries"] <= 2
+
+
+def cfg(uncond, text, scale: float):
+    # Classifier-free guidance, and the same scale through float arithmetic and on either side.
+    shift = (1 - scale) * 0.5
+    return (uncond + scale * (text - uncond), text * shift - scale, shift - uncond, text / scale)
+
+
+def numbers_warned(caplog):
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "graphdispatch" and "each value is captured as its own entry" in r.getMessage()
+    ]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.complex64])
+def test_c89_the_cpu_graph_reads_a_changing_number_at_replay(graph_kind, dtype, caplog):
+    """A guidance scale that changes on every call, under dynamic=True: the CPU graph reads it
+    at replay, one entry for every value, eager's bytes each call (the scale unrounded beside
+    float16, as eager's kernels read it); the emulated graph, standing for a device graph that
+    cannot, keys each value, bounded at 64 entries with one warning naming the input, later
+    values running without a graph (case C89)."""
+    G = torch.compile(cfg, backend="graphdispatch", options=GRAPH_ONLY, dynamic=True)
+    calls = 72 if graph_kind == "emulated" else 40
+    for k in range(calls):
+        uncond, text = torch.randn(2, 8, dtype=dtype), torch.randn(2, 8, dtype=dtype)
+        scale = 1.0 + k / 7
+        assert_eager(G(uncond, text, scale), cfg(uncond, text, scale))
+    again = torch.randn(2, 8, dtype=dtype), torch.randn(2, 8, dtype=dtype)
+    before = stats()
+    assert_eager(G(*again, 1.0), cfg(*again, 1.0))  # a value seen before
+    after = stats()
+    assert after["captures"] == before["captures"]
+    if graph_kind == "cpu":
+        assert after["fallbacks"] == {}
+        assert after["entries"] == 1 and after["captures"] == 1
+        assert numbers_warned(caplog) == []
+    else:
+        assert after["entries"] == 64
+        assert fallbacks("number_values") == calls - 64
+        (warning,) = numbers_warned(caplog)
+        assert "scale" in warning
+
+
+def two_scales(x, guidance: float, rescale: float):
+    return (x * (guidance * rescale) + rescale, (guidance - rescale) * x)
+
+
+def test_c89_numbers_computed_with_one_another_are_read_at_replay(graph_kind):
+    """Two dynamic floats multiplied together before they scale a tensor: the CPU graph reads
+    both at replay (one entry), eager's bytes on new inputs every call (case C89)."""
+    G = torch.compile(two_scales, backend="graphdispatch", options=GRAPH_ONLY, dynamic=True)
+    for k in range(12):
+        x = torch.randn(6)
+        assert_eager(G(x, 1.0 + k / 3, 0.7 - k / 11), two_scales(x, 1.0 + k / 3, 0.7 - k / 11))
+    assert stats()["entries"] == (1 if graph_kind == "cpu" else 12)
+
+
+def controlnet_scale(x, scale: float):
+    return (x * scale,)
+
+
+def test_c89_a_value_seen_before_never_captures_again_on_the_cpu_graph(graph_kind):
+    """ControlNet's conditioning scale 1.0, then 0.5, then 1.0: Dynamo serves the third call
+    with the graph it made dynamic at the second, which never saw 1.0; the CPU graph reads the
+    value, so nothing captures (case C89). The emulated graph keys it: one more capture."""
+    G = compiled(controlnet_scale)
+    for scale in (1.0, 0.5, 1.0, 0.5, 1.0):
+        x = torch.randn(5)
+        before = stats()["captures"]
+        assert_eager(G(x, scale), controlnet_scale(x, scale))
+    assert stats()["captures"] == (2 if graph_kind == "cpu" else 3)
+    assert stats()["captures"] == before
+
+
+def outside_arithmetic(x, scale: float):
+    # Uses a replay cannot read: a fill value, a reciprocal and an integer tensor's promotion.
+    return (torch.full_like(x, scale) + x, scale / x, torch.arange(4) * scale)
+
+
+def test_c89_a_number_the_graph_cannot_read_is_keyed_and_bounded(graph_kind, caplog):
+    """A dynamic float the CPU graph cannot take as a tensor (a fill value, ``n / x``, an
+    integer tensor times it) stays keyed on both graphs, bounded at 64 entries, one warning
+    naming it; every value is eager's (case C89)."""
+    G = torch.compile(outside_arithmetic, backend="graphdispatch", options=GRAPH_ONLY, dynamic=True)
+    for k in range(70):
+        x = torch.randn(4) + 3
+        scale = 0.25 + k / 16
+        assert_eager(G(x, scale), outside_arithmetic(x, scale))
+    assert stats()["entries"] == 64
+    assert fallbacks("number_values") == 70 - 64
+    (warning,) = numbers_warned(caplog)
+    assert "scale" in warning
+
+
+# ---- C90: tensor subclasses on graph_with_compile ---------------------------------------------
+
+
+class TwoTensorLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        from torch.testing._internal.two_tensor import TwoTensor
+
+        weight = TwoTensor(torch.randn(4, 4), torch.randn(4, 4))
+        self.weight = torch.nn.Parameter(weight, requires_grad=False)
+
+    def forward(self, x, bias):
+        return ((x @ self.weight).relu() + bias, bias * 2)
+
+
+def assert_two_tensors(got, expected):
+    assert type(got) is type(expected)
+    for attr in ("a", "b"):
+        torch.testing.assert_close(getattr(got, attr), getattr(expected, attr))
+
+
+@pytest.mark.inductor
+def test_c90_tensor_subclasses_go_through_the_runner_to_inductor():
+    """A TwoTensor weight and a TwoTensor argument on graph_with_compile: each reaches the runner
+    as its inner tensors (the weight's read in place), Inductor's C++ entry is called directly
+    (for the static-shape graph), and each call gives eager's TwoTensors on new inputs, shapes
+    that change included, with no fallback (case C90)."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    from graphdispatch._backend import _RUNNERS
+
+    model = TwoTensorLinear()
+    G = torch.compile(model, backend="graphdispatch", options=CPP_WRAPPER)
+    with torch.no_grad():
+        for rows in (2, 2, 3, 2, 3):
+            x = torch.randn(rows, 4)
+            bias = TwoTensor(torch.randn(4), torch.randn(4))
+            got, expected = G(x, bias), model(x, bias)
+            for g, e in zip(got, expected):
+                assert_two_tensors(g, e)
+    assert stats()["fallbacks"] == {}
+    graphs = [e["graph"] for r in _RUNNERS for e in r.entries()]
+    assert stats()["replays"] == 5 and len(graphs) == stats()["captures"] <= 3, graphs
+    # The static-shape graph calls the entry directly; the one Dynamo recompiles with dynamic
+    # sizes returns them too, and says so (case C92).
+    assert any(g.startswith("calls Inductor's C++ entry directly") for g in graphs), graphs
+
+
+def doubled_in_place(x):
+    x.mul_(2)
+    return (x + 1,)
+
+
+@pytest.mark.inductor
+def test_c90_a_subclass_argument_written_in_place_is_written_back():
+    """A TwoTensor argument the graph writes: the caller's inner tensors hold eager's values after
+    every call, as the output does (found attacking C90: the graph's writes were not worked out
+    through a subclass, so nothing was copied back)."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    G = torch.compile(doubled_in_place, backend="graphdispatch", options=CPP_WRAPPER)
+    with torch.no_grad():
+        for _ in range(4):
+            a, b = torch.randn(4), torch.randn(4)
+            x, x_eager = TwoTensor(a.clone(), b.clone()), TwoTensor(a.clone(), b.clone())
+            assert_two_tensors(G(x)[0], doubled_in_place(x_eager)[0])
+            assert_two_tensors(x, x_eager)
+    assert stats()["fallbacks"] == {} and stats()["replays"] == 4
+
+
+# ---- C92: graph_with_compile's direct C++ call -------------------------------------------------
+
+
+def shaped(x, y):
+    return ((x @ y).relu() * x.shape[0],)
+
+
+@pytest.mark.inductor
+def test_c92_symint_inputs_keep_the_direct_cpp_call():
+    """Under dynamic=True the sizes reach Inductor's entry as SymInts, which its wrapper passes as
+    0-d tensors: the direct C++ call makes the same tensor of the keyed value, so each shape's
+    entry calls the entry from C++, with eager's values on new inputs every call (case C92)."""
+    from graphdispatch._backend import _RUNNERS
+
+    G = torch.compile(shaped, backend="graphdispatch", options=CPP_WRAPPER, dynamic=True)
+    for rows in (3, 5, 3, 5, 7):
+        x, y = torch.randn(rows, 4), torch.randn(4, 6)
+        assert_eager(G(x, y), shaped(x, y), exact=False)
+    graphs = [e["graph"] for r in _RUNNERS for e in r.entries()]
+    assert stats()["fallbacks"] == {} and stats()["captures"] == len(graphs) == 3
+    assert all(g.startswith("calls Inductor's C++ entry directly") for g in graphs), graphs
+
+
+# ---- C93: a Python custom op's result, a view of a literal, returned --------------------------
+
+
+@torch.library.custom_op("graphdispatch_round5::doubled", mutates_args=())
+def doubled(x: torch.Tensor) -> torch.Tensor:
+    return x * 2  # made in Python: its wrapper holds it while C++ does
+
+
+@doubled.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def custom_result_out(x):
+    return (torch.ops.graphdispatch_round5.doubled(x + 1),)
+
+
+def literal_views(x):
+    table = torch.tensor([0.5, 1.5, 2.5, 3.5])
+    return (x * table, table[1:], table.view(2, 2))
+
+
+GLOBAL_TABLE = torch.arange(4.0)
+
+
+def global_view(x):
+    return (x + 1, GLOBAL_TABLE[1:])
+
+
+@pytest.mark.parametrize("safe", [True, False], ids=["safe", "unsafe"])
+@pytest.mark.parametrize("fn", [custom_result_out, literal_views], ids=["custom_op", "literal"])
+def test_c93_a_python_custom_ops_result_and_a_literals_view_returned_replay(fn, safe):
+    """A Python custom op's result returned as the output (its Python wrapper is no other holder)
+    and views of a literal made inside the graph (their base, held only by the views): both
+    replay on every graph kind, eager's values on new inputs every call, also when the caller
+    writes the unsafe outputs it was handed (case C93)."""
+    G = compiled(fn, safe_output_mode=safe)
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(4)
+            got = G(x)
+            assert_eager(got, fn(x))
+            for out in got:
+                out.fill_(-7.0)  # the caller's to write; the next call must not see it
+    assert stats()["fallbacks"] == {}
+    assert stats()["captures"] == 1 and stats()["replays"] == 4
+
+
+def test_c93_a_view_of_a_tensor_held_elsewhere_is_still_refused_on_the_cpu_graph(graph_kind):
+    """A view of a global returned, the global not an input (a runner without Dynamo, which would
+    pass it as one): the base is held by the global too, which may change between calls, so the
+    CPU graph still refuses the capture, and every value is eager's."""
+    r = runner(global_view, [False])
+    with torch.no_grad():
+        for k in range(4):
+            GLOBAL_TABLE.add_(k)
+            x = torch.randn(4)
+            assert_eager(r(x), global_view(x))
+    GLOBAL_TABLE.copy_(torch.arange(4.0))
+    if graph_kind == "cpu":
+        assert fallbacks("capture_failed") == 4
+
+
+class ViewsOut(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 4), requires_grad=False)
+
+    def forward(self, x):
+        return (x.t(), (x @ self.weight).relu(), self.weight[1:])
+
+
+@pytest.mark.inductor
+def test_c92_outputs_viewing_inputs_and_weights_keep_the_direct_cpp_call():
+    """Outputs that view an argument and a weight: aot_autograd rebuilds them from the entry's
+    returns, which are the same views of fixed memory, so the direct C++ call stands and leaves
+    them as they are; each call gives eager's values, the argument's view on the caller's
+    tensor as eager's is (case C92)."""
+    from graphdispatch._backend import _RUNNERS
+
+    model = ViewsOut()
+    G = torch.compile(model, backend="graphdispatch", options=CPP_WRAPPER)
+    with torch.no_grad():
+        for _ in range(4):
+            x = torch.randn(3, 4)
+            got, expected = G(x), model(x)
+            assert_eager(got, expected, exact=False)
+            assert got[0].data_ptr() == x.data_ptr()
+    assert stats()["fallbacks"] == {} and stats()["captures"] == 1
+    graphs = [e["graph"] for r in _RUNNERS for e in r.entries()]
+    assert graphs == ["calls Inductor's C++ entry directly (2 inputs, 3 outputs)"], graphs
+
+
+class HalvedView(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(5, 4))
+        self.register_buffer("rows", self.table[1:])  # a buffer viewing another
+
+    def forward(self, x):
+        self.rows.mul_(0.5)
+        return (x @ self.rows.t() + self.table.sum(),)
+
+
+@pytest.mark.inductor
+def test_c92_explain_says_per_graph_why_the_direct_call_is_off():
+    """Where graph_with_compile re-runs Inductor's Python wrapper (a written buffer viewing
+    another, which aot_autograd merges into one base; Inductor's constants under freezing,
+    which its Python side appends to the entry's arguments), explain() says so per graph, with
+    the reason, and the values are eager's (case C92)."""
+    model, eager = HalvedView(), HalvedView()
+    eager.table.copy_(model.table)
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(3, 4)
+            torch.testing.assert_close(compiled(model, CPP_WRAPPER)(x), eager(x))
+            torch.testing.assert_close(model.table, eager.table)
+        torch._dynamo.reset()
+        report = graphdispatch.explain(model, x, options={"graph_with_compile": True})
+    (graph,) = report.graphs
+    (entry,) = graph["entries"]
+    assert "aot_autograd merged inputs that share memory" in entry["graph"]
+    model = torch.nn.Linear(4, 4).eval()
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        report = graphdispatch.explain(model, x, options={"graph_with_compile": True})
+    (graph,) = report.graphs
+    (entry,) = graph["entries"]
+    assert entry["graph"] == (
+        "re-runs Inductor's compiled function through Python: Inductor's C++ entry takes "
+        "constants besides the graph's inputs"
+    )
 
 
 # ---- C91: an op's own refusal during the out= trial --------------------------------------------

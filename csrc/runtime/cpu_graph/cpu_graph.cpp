@@ -164,8 +164,13 @@ Classified classify(const std::vector<RecordedOp>& ops, bool deterministic_fill)
   return c;
 }
 
+// An output that is a view holds its base (autograd's view record), which holds the storage. A
+// base that only such outputs hold (and its own Python wrapper: wrapper_only) is no other holder:
+// a literal made inside the graph and returned as a view (case C93). A base something else
+// holds too (a global tensor returned as a view) still counts as a holder.
 void mark_outputs(Classified& c, const std::vector<c10::IValue>& outputs) {
   std::unordered_set<const c10::TensorImpl*> seen;
+  std::unordered_map<c10::TensorImpl*, std::size_t> views_of;  // base -> output views holding it
   for (const auto& out : outputs) {
     for_each_tensor(out, [&](const at::Tensor& t) {
       auto found = c.uses.find(storage_of(t));
@@ -173,8 +178,19 @@ void mark_outputs(Classified& c, const std::vector<c10::IValue>& outputs) {
       auto& u = found->second;
       u.output = true;
       if (u.origin != Origin::kExternal) u.last = kToTheEnd;
-      if (seen.insert(t.unsafeGetTensorImpl()).second) ++u.refs;
+      if (!seen.insert(t.unsafeGetTensorImpl()).second) return;
+      ++u.refs;
+      if (t.is_view() && t._base().defined() &&
+          t._base().storage().unsafeGetStorageImpl() == storage_of(t)) {
+        ++views_of[t._base().unsafeGetTensorImpl()];
+      }
     });
+  }
+  for (const auto& [base, views] : views_of) {
+    if (seen.count(base) != 0) continue;  // an output itself, counted above
+    if (c10::raw::intrusive_ptr::use_count(base) <= views + wrapper_only(base)) {
+      ++c.uses.at(base->storage().unsafeGetStorageImpl()).refs;
+    }
   }
 }
 

@@ -64,7 +64,9 @@ namespace graphdispatch {
 //   activations (case C44), and N entries one peak. One that something else holds too (a
 //   custom op's memoised table, a hook's saved result) is never moved: the program gets its own
 //   copy in its arena, which the op's replay refreshes, and refuses the capture where the
-//   program writes it or returns it (case C55). An intermediate something still holds when the
+//   program writes it or returns it (case C55). Neither a Python kernel's result's own Python
+//   wrapper nor the base an output view holds (a literal returned as a view) is something else
+//   (wrapper_only in op_recorder.h, case C93). An intermediate something still holds when the
 //   capture ends (a kernel kept its argument) is in the arena too, out of the shared workspace.
 // Replay leases a block of the shared workspace and points the intermediates into it, puts
 // back the bytes of the constants and literals named above, then walks the steps in C++

@@ -92,7 +92,8 @@ std::optional<OutVariant> replay_through(const c10::OperatorHandle& op, c10::Dis
 
 // Per return on the stack: a tensor something besides the stack holds (a global, a memoised
 // table, a hook's saved result; case C55), told apart from a new result by reference counts:
-// a new result's tensor is held by the stack alone, and its storage by its returns alone.
+// a new result's tensor is held by the stack alone (and its own Python wrapper), and its
+// storage by its returns alone.
 std::vector<bool> held_elsewhere(torch::jit::Stack::const_iterator begin,
                                  torch::jit::Stack::const_iterator end) {
   std::vector<bool> held;
@@ -111,7 +112,7 @@ std::vector<bool> held_elsewhere(torch::jit::Stack::const_iterator begin,
       same_impl += t == impl;
       if (other->toTensor().storage().unsafeGetStorageImpl() == storage) on_storage.insert(t);
     }
-    held.push_back(c10::raw::intrusive_ptr::use_count(impl) > same_impl ||
+    held.push_back(c10::raw::intrusive_ptr::use_count(impl) > same_impl + wrapper_only(impl) ||
                    c10::raw::intrusive_ptr::use_count(storage) > on_storage.size());
   }
   return held;
@@ -148,6 +149,11 @@ at::Tensor snapshot(const at::Tensor& t) {
 }
 
 }  // namespace
+
+std::size_t wrapper_only(const c10::TensorImpl* impl) {
+  const auto* slot = impl->pyobj_slot();
+  return slot->load_pyobj() != nullptr && slot->has_unique_reference() ? 1 : 0;
+}
 
 bool is_async_collective(const c10::OperatorHandle& op) {
   const auto& name = op.operator_name().name;

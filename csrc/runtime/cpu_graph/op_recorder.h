@@ -4,8 +4,10 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
+#include <c10/core/TensorImpl.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <cstddef>
 #include <functional>
 #include <vector>
 
@@ -45,6 +47,14 @@ bool lifts_a_literal(const c10::OperatorHandle& op);
 /// `_c10d_functional` op but `wait_tensor`): the work holds its returns until the wait (case
 /// C60), so they are new tensors, not held elsewhere.
 bool is_async_collective(const c10::OperatorHandle& op);
+
+/// 1 when `impl` has a Python wrapper that nothing in Python refers to, else 0. A tensor a Python
+/// kernel made and returned (a torch.library.custom_op's result) keeps its wrapper while C++
+/// holds it, and the wrapper holds one reference (PyTorch's c10/util/intrusive_ptr.h, on PyObject
+/// preservation) that is no other holder (case C93); a wrapper something
+/// in Python refers to (a memoised table, a global) is one. Reads the wrapper's count without the
+/// GIL, as the capture reads every other reference count: a capture is one thread's work.
+std::size_t wrapper_only(const c10::TensorImpl* impl);
 
 /// True for ops that allocate without writing (`empty`, `empty_like`, ...): what the memory
 /// holds when read comes from outside the dispatcher, unless a recorded op writes it first.
