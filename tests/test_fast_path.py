@@ -497,6 +497,25 @@ def test_module_call_impl_patched_after_compile_goes_back_through_dynamo():
     assert through_dynamo() == {"forward_replaced": 1}
 
 
+def test_a_module_s_own_call_impl_set_after_compile_goes_back_through_dynamo():
+    """nn.Module's ``_wrapped_call_impl`` reads ``self._call_impl``, so one set on the instance
+    stands between the call and ``forward``; Dynamo runs it (OptimizedModule calls the module's
+    ``__call__``), so must the fast path."""
+    model, compiled = compiled_lin()
+
+    def scaled(*args, **kwargs):
+        return type(model)._call_impl(model, *args, **kwargs) * 10
+
+    model._call_impl = scaled
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+    assert through_dynamo() == {"forward_replaced": 1}
+    del model._call_impl
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 2
+
+
 def test_forward_code_swapped_in_place_goes_back_through_dynamo():
     """What IPython's autoreload does to an edited method."""
 

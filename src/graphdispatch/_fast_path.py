@@ -17,7 +17,8 @@ module compiled whole (its ``forward`` in Dynamo's skipped files), the wrapper o
 
 1. sends the call through Dynamo when anything outside the guards' view could differ: the
    module has hooks (its ``_call_impl`` would run them), ``forward`` (its code, its defaults)
-   or nn.Module's call path was replaced, a stance other than the default is set, a trace is
+   or nn.Module's call path was replaced (on the class, or ``forward`` or ``_call_impl`` on
+   the instance), a stance other than the default is set, a trace is
    running, or Dynamo's cache entries for ``forward`` are not the ones armed (a recompile, an
    entry invalidated, ``torch._dynamo.reset()``);
 2. binds the arguments to ``forward``'s parameters, as the frame's locals Dynamo's guards read;
@@ -52,7 +53,8 @@ NOT_ARMED = "not_armed"  # no cache entry yet, or a graph break (explain() says 
 GUARDS = "guards"  # no entry's guards passed: Dynamo recompiles or runs another entry
 HOOKS = "hooks"  # module or global forward/backward hooks: _call_impl must run them
 # The frame Dynamo compiled is no longer what a call reaches: forward, its code or defaults
-# replaced, or the module's __call__, _wrapped_call_impl or _call_impl no longer nn.Module's.
+# replaced, the module's __call__, _wrapped_call_impl or _call_impl no longer nn.Module's, or
+# a forward or _call_impl set on the instance.
 FORWARD_REPLACED = "forward_replaced"
 STANCE = "stance"  # torch.compiler.set_stance(...) other than the default
 COMPILING = "compiling"  # Dynamo is tracing in this process (its flag is not per thread)
@@ -254,7 +256,10 @@ class FastPath:
             and self.func.__code__ is self.code
             and self.func.__defaults__ is self.defaults[0]
             and self.func.__kwdefaults__ is self.defaults[1]
+            # nn.Module's _wrapped_call_impl reads self._call_impl, so the instance's own
+            # stands between the call and forward as much as the class's does.
             and "forward" not in self.module.__dict__
+            and "_call_impl" not in self.module.__dict__
             and (cls.__call__, cls._wrapped_call_impl, cls._call_impl) == _MODULE_CALL
         )
 
