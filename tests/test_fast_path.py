@@ -586,6 +586,20 @@ def test_the_arguments_bind_as_the_frame_binds_them(model_kind, kwargs):
     assert fast_calls() == 2
 
 
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((), {}), ((1, 2), {}), ((1,), {"x": 1}), ((1,), {"scale": 2.0, "x": 1}), ((1,), {"y": 1})],
+)
+def test_a_call_that_does_not_bind_raises_eager_s_error(args, kwargs):
+    """The binder raises the frame's TypeError, naming forward as Dynamo and eager do."""
+    model, compiled = compiled_lin()
+    with pytest.raises(TypeError) as expected:
+        model(*args, **kwargs)
+    with pytest.raises(TypeError) as raised:
+        compiled(*args, **kwargs)
+    assert str(raised.value) == str(expected.value)
+
+
 def test_closure_cells_named_like_anything_and_emptied():
     def make():
         _gd_cells = 2.0  # a closure variable named like the binder's own names

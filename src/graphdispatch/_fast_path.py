@@ -151,6 +151,8 @@ def _binder(func: types.FunctionType) -> Callable[..., dict[str, Any]]:
     scope: dict[str, Any] = {f"{own}cells": tuple(zip(code.co_freevars, func.__closure__ or ()))}
     exec(source, scope)  # noqa: S102
     bind = scope["bind"]
+    # A call that does not bind raises the frame's TypeError, which names the function.
+    bind.__name__, bind.__qualname__ = func.__name__, func.__qualname__
     bind.__defaults__ = func.__defaults__
     bind.__kwdefaults__ = func.__kwdefaults__
     return bind
