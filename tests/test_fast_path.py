@@ -516,6 +516,29 @@ def test_a_module_s_own_call_impl_set_after_compile_goes_back_through_dynamo():
     assert fast_calls() == 2
 
 
+def test_cached_code_dynamo_stops_using_after_an_empty_trace_keeps_eager_values():
+    """A call whose trace is empty (an early return of its input) makes Dynamo mark forward's
+    code skipped: Dynamo then runs every call eagerly. Its cached entries stay valid, and the
+    fast path keeps serving the calls they pass (usage.md, "The fast path")."""
+
+    class EarlyReturn(Lin):
+        def forward(self, x, skip=False):
+            if skip:
+                return x
+            return self.lin(x)
+
+    model, compiled = compiled_lin(EarlyReturn().eval())
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8), skip=True)
+        assert through_dynamo() == {"guards": 1}
+        replays = graphdispatch.stats()["replays"]
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))
+            check(compiled, model, torch.randn(4, 8), skip=True)
+    assert graphdispatch.stats()["replays"] == replays + 2
+    assert through_dynamo() == {"guards": 3}
+
+
 def test_forward_code_swapped_in_place_goes_back_through_dynamo():
     """What IPython's autoreload does to an edited method."""
 

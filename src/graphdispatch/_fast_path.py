@@ -32,8 +32,11 @@ attribute the trace read changed, other non-tensor arguments, train/eval, grad m
 Dynamo's own. What the guards do not cover and a call must not skip is step 1. A frame whose
 code calls a resume function (a graph break: Python runs between graphs) is never armed, since
 only Dynamo's callback compiles the resume function: Dynamo stays for that module, and
-``explain()`` says so. The cost left per call is the binding, the guard check and the
-bytecode's input gathering (bench/call_cost.py, "fast path").
+``explain()`` says so. Dynamo's per-code skip mark (set when a later call's trace is empty
+or holds no tensor; from then on Dynamo runs the frame eagerly) has no Python reader: the fast
+path keeps running the entries it armed, whose guards and code stay valid. The cost left per
+call is the binding, the guard check and the bytecode's input gathering (bench/call_cost.py,
+"fast path").
 """
 
 from __future__ import annotations
