@@ -262,6 +262,33 @@ def test_a_stance_other_than_the_default_goes_back_through_dynamo():
     assert through_dynamo() == {"stance": 1}
 
 
+@pytest.mark.parametrize("outer_backend", ["eager", "graphdispatch"])
+def test_a_call_under_another_compile_s_frame_handling_goes_back_through_dynamo(outer_backend):
+    """A compiled function whose frame Dynamo skipped (its first call held no tensor) runs as
+    Python with its Dynamo callback set, so that callback sees every frame it calls. It must
+    not compile the fast path's own frame with its backend (that traced the module, and its
+    guards skip hooks): the call goes through the module's own Dynamo wrapper, as without
+    the fast path, which replays the module's graph and runs a hook eagerly."""
+    model, compiled = compiled_lin()
+
+    def outer(x):
+        return None if x is None else compiled(x) + 1
+
+    outer_compiled = torch.compile(outer, backend=outer_backend)
+    with torch.no_grad():
+        outer_compiled(None)  # no tensor: Dynamo marks outer's code skipped
+        replays = graphdispatch.stats()["replays"]
+        for _ in range(2):
+            x = torch.randn(4, 8)
+            torch.testing.assert_close(outer_compiled(x), model(x) + 1, rtol=0, atol=0)
+        assert graphdispatch.stats()["replays"] == replays + 2
+        handle = model.register_forward_hook(lambda module, args, out: out * 5)
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(outer_compiled(x), model(x) + 1, rtol=0, atol=0)
+        handle.remove()
+    assert through_dynamo() == {"under_dynamo": 3}
+
+
 def test_off_by_option():
     model, compiled, x = warm({"graph_only": True, "fast_path": False})
     with torch.no_grad():

@@ -18,9 +18,11 @@ module compiled whole (its ``forward`` in Dynamo's skipped files), the wrapper o
 1. sends the call through Dynamo when anything outside the guards' view could differ: the
    module has hooks (its ``_call_impl`` would run them), ``forward`` (its code, its defaults)
    or nn.Module's call path was replaced (on the class, or ``forward`` or ``_call_impl`` on
-   the instance), a stance other than the default is set, a trace is
-   running, or Dynamo's cache entries for ``forward`` are not the ones armed (a recompile, an
-   entry invalidated, ``torch._dynamo.reset()``);
+   the instance), a stance other than the default is set, a trace is running, another
+   compile's Dynamo callback is set around the call (Python it did not trace calls the
+   module: its callback would compile what the call runs; this frame is marked for Dynamo to
+   skip so that the check is reached), or Dynamo's cache entries for ``forward`` are not the
+   ones armed (a recompile, an entry invalidated, ``torch._dynamo.reset()``);
 2. binds the arguments to ``forward``'s parameters, as the frame's locals Dynamo's guards read;
 3. runs each cache entry's guard manager in Dynamo's order; the first that passes has its
    transformed bytecode called as a function, in the module's globals and closure;
@@ -61,6 +63,9 @@ HOOKS = "hooks"  # module or global forward/backward hooks: _call_impl must run 
 FORWARD_REPLACED = "forward_replaced"
 STANCE = "stance"  # torch.compiler.set_stance(...) other than the default
 COMPILING = "compiling"  # Dynamo is tracing in this process (its flag is not per thread)
+# Called from Python another torch.compile's frame handling runs (its callback is set): the
+# module's own Dynamo wrapper sets the module's callback, as a call without the fast path does.
+UNDER_DYNAMO = "under_dynamo"
 
 # nn.Module's own call path: the fast path stands for exactly these, hooks aside.
 _MODULE_CALL = (
@@ -198,6 +203,11 @@ class FastPath:
         from torch._dynamo import eval_frame  # loaded: Dynamo is compiling
 
         self.eval_frame = eval_frame  # its _stance is rebound by set_stance: read per call
+        self.callback = torch._C._dynamo.eval_frame.get_eval_frame_callback
+        # Under another compile's callback (a frame of it Dynamo skipped runs as Python and
+        # calls the module), the callback would compile this frame with its own backend and
+        # guards; skipped, the call reaches the check in __call__ and the module's own wrapper.
+        eval_frame.skip_code(FastPath.__call__.__code__)
         self.entries_of = eval_frame._debug_get_cache_entry_list
         self.backend = backend
         self.module = module
@@ -285,6 +295,9 @@ class FastPath:
         module = self.module
         if torch.compiler.is_compiling():
             _count_slow(COMPILING)
+            return self.slow(*args, **kwargs)
+        if self.callback() is not None:
+            _count_slow(UNDER_DYNAMO)
             return self.slow(*args, **kwargs)
         if self.eval_frame._stance.stance != "default":
             _count_slow(STANCE)
