@@ -566,6 +566,23 @@ def test_cached_code_dynamo_stops_using_after_an_empty_trace_keeps_eager_values(
     assert through_dynamo() == {"guards": 3}
 
 
+def test_an_identity_compiled_whole_leaves_the_other_torch_nn_modules_on_their_entries():
+    """Every torch.nn module compiled whole shares the code object of Dynamo's wrapper: an
+    nn.Identity's empty trace marks it skipped for all of them (usage.md, "The fast path")."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    compiled = on_graph_only(model)
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(on_graph_only(torch.nn.Identity())(x), x, rtol=0, atol=0)
+        replays = graphdispatch.stats()["replays"]
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))
+    assert graphdispatch.stats()["replays"] == replays + 2
+    assert fast_calls() == 2 and through_dynamo() == {}
+
+
 def test_forward_code_swapped_in_place_goes_back_through_dynamo():
     """What IPython's autoreload does to an edited method."""
 
