@@ -262,6 +262,33 @@ def test_a_stance_other_than_the_default_goes_back_through_dynamo():
     assert through_dynamo() == {"stance": 1}
 
 
+@pytest.mark.parametrize("outer_backend", ["eager", "graphdispatch"])
+def test_a_call_under_another_compile_s_frame_handling_goes_back_through_dynamo(outer_backend):
+    """A compiled function whose frame Dynamo skipped (its first call held no tensor) runs as
+    Python with its Dynamo callback set, so that callback sees every frame it calls. It must
+    not compile the fast path's own frame with its backend (that traced the module, and its
+    guards skip hooks): the call goes through the module's own Dynamo wrapper, as without
+    the fast path, which replays the module's graph and runs a hook eagerly."""
+    model, compiled = compiled_lin()
+
+    def outer(x):
+        return None if x is None else compiled(x) + 1
+
+    outer_compiled = torch.compile(outer, backend=outer_backend)
+    with torch.no_grad():
+        outer_compiled(None)  # no tensor: Dynamo marks outer's code skipped
+        replays = graphdispatch.stats()["replays"]
+        for _ in range(2):
+            x = torch.randn(4, 8)
+            torch.testing.assert_close(outer_compiled(x), model(x) + 1, rtol=0, atol=0)
+        assert graphdispatch.stats()["replays"] == replays + 2
+        handle = model.register_forward_hook(lambda module, args, out: out * 5)
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(outer_compiled(x), model(x) + 1, rtol=0, atol=0)
+        handle.remove()
+    assert through_dynamo() == {"under_dynamo": 3}
+
+
 def test_off_by_option():
     model, compiled, x = warm({"graph_only": True, "fast_path": False})
     with torch.no_grad():
@@ -497,6 +524,65 @@ def test_module_call_impl_patched_after_compile_goes_back_through_dynamo():
     assert through_dynamo() == {"forward_replaced": 1}
 
 
+def test_a_module_s_own_call_impl_set_after_compile_goes_back_through_dynamo():
+    """nn.Module's ``_wrapped_call_impl`` reads ``self._call_impl``, so one set on the instance
+    stands between the call and ``forward``; Dynamo runs it (OptimizedModule calls the module's
+    ``__call__``), so must the fast path."""
+    model, compiled = compiled_lin()
+
+    def scaled(*args, **kwargs):
+        return type(model)._call_impl(model, *args, **kwargs) * 10
+
+    model._call_impl = scaled
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+    assert through_dynamo() == {"forward_replaced": 1}
+    del model._call_impl
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 2
+
+
+def test_cached_code_dynamo_stops_using_after_an_empty_trace_keeps_eager_values():
+    """A call whose trace is empty (an early return of its input) makes Dynamo mark forward's
+    code skipped: Dynamo then runs every call eagerly. Its cached entries stay valid, and the
+    fast path keeps serving the calls they pass (usage.md, "The fast path")."""
+
+    class EarlyReturn(Lin):
+        def forward(self, x, skip=False):
+            if skip:
+                return x
+            return self.lin(x)
+
+    model, compiled = compiled_lin(EarlyReturn().eval())
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8), skip=True)
+        assert through_dynamo() == {"guards": 1}
+        replays = graphdispatch.stats()["replays"]
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))
+            check(compiled, model, torch.randn(4, 8), skip=True)
+    assert graphdispatch.stats()["replays"] == replays + 2
+    assert through_dynamo() == {"guards": 3}
+
+
+def test_an_identity_compiled_whole_leaves_the_other_torch_nn_modules_on_their_entries():
+    """Every torch.nn module compiled whole shares the code object of Dynamo's wrapper: an
+    nn.Identity's empty trace marks it skipped for all of them (usage.md, "The fast path")."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+    compiled = on_graph_only(model)
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(on_graph_only(torch.nn.Identity())(x), x, rtol=0, atol=0)
+        replays = graphdispatch.stats()["replays"]
+        for _ in range(2):
+            check(compiled, model, torch.randn(4, 8))
+    assert graphdispatch.stats()["replays"] == replays + 2
+    assert fast_calls() == 2 and through_dynamo() == {}
+
+
 def test_forward_code_swapped_in_place_goes_back_through_dynamo():
     """What IPython's autoreload does to an edited method."""
 
@@ -565,6 +651,20 @@ def test_the_arguments_bind_as_the_frame_binds_them(model_kind, kwargs):
         for _ in range(3):
             check(compiled, model, torch.randn(4, 8), **kwargs)
     assert fast_calls() == 2
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((), {}), ((1, 2), {}), ((1,), {"x": 1}), ((1,), {"scale": 2.0, "x": 1}), ((1,), {"y": 1})],
+)
+def test_a_call_that_does_not_bind_raises_eager_s_error(args, kwargs):
+    """The binder raises the frame's TypeError, naming forward as Dynamo and eager do."""
+    model, compiled = compiled_lin()
+    with pytest.raises(TypeError) as expected:
+        model(*args, **kwargs)
+    with pytest.raises(TypeError) as raised:
+        compiled(*args, **kwargs)
+    assert str(raised.value) == str(expected.value)
 
 
 def test_closure_cells_named_like_anything_and_emptied():

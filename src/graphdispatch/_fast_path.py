@@ -17,9 +17,12 @@ module compiled whole (its ``forward`` in Dynamo's skipped files), the wrapper o
 
 1. sends the call through Dynamo when anything outside the guards' view could differ: the
    module has hooks (its ``_call_impl`` would run them), ``forward`` (its code, its defaults)
-   or nn.Module's call path was replaced, a stance other than the default is set, a trace is
-   running, or Dynamo's cache entries for ``forward`` are not the ones armed (a recompile, an
-   entry invalidated, ``torch._dynamo.reset()``);
+   or nn.Module's call path was replaced (on the class, or ``forward`` or ``_call_impl`` on
+   the instance), a stance other than the default is set, a trace is running, another
+   compile's Dynamo callback is set around the call (Python it did not trace calls the
+   module: its callback would compile what the call runs; this frame is marked for Dynamo to
+   skip so that the check is reached), or Dynamo's cache entries for ``forward`` are not the
+   ones armed (a recompile, an entry invalidated, ``torch._dynamo.reset()``);
 2. binds the arguments to ``forward``'s parameters, as the frame's locals Dynamo's guards read;
 3. runs each cache entry's guard manager in Dynamo's order; the first that passes has its
    transformed bytecode called as a function, in the module's globals and closure;
@@ -31,8 +34,11 @@ attribute the trace read changed, other non-tensor arguments, train/eval, grad m
 Dynamo's own. What the guards do not cover and a call must not skip is step 1. A frame whose
 code calls a resume function (a graph break: Python runs between graphs) is never armed, since
 only Dynamo's callback compiles the resume function: Dynamo stays for that module, and
-``explain()`` says so. The cost left per call is the binding, the guard check and the
-bytecode's input gathering (bench/call_cost.py, "fast path").
+``explain()`` says so. Dynamo's per-code skip mark (set when a later call's trace is empty
+or holds no tensor; from then on Dynamo runs the frame eagerly) has no Python reader: the fast
+path keeps running the entries it armed, whose guards and code stay valid. The cost left per
+call is the binding, the guard check and the bytecode's input gathering (bench/call_cost.py,
+"fast path").
 """
 
 from __future__ import annotations
@@ -52,10 +58,14 @@ NOT_ARMED = "not_armed"  # no cache entry yet, or a graph break (explain() says 
 GUARDS = "guards"  # no entry's guards passed: Dynamo recompiles or runs another entry
 HOOKS = "hooks"  # module or global forward/backward hooks: _call_impl must run them
 # The frame Dynamo compiled is no longer what a call reaches: forward, its code or defaults
-# replaced, or the module's __call__, _wrapped_call_impl or _call_impl no longer nn.Module's.
+# replaced, the module's __call__, _wrapped_call_impl or _call_impl no longer nn.Module's, or
+# a forward or _call_impl set on the instance.
 FORWARD_REPLACED = "forward_replaced"
 STANCE = "stance"  # torch.compiler.set_stance(...) other than the default
 COMPILING = "compiling"  # Dynamo is tracing in this process (its flag is not per thread)
+# Called from Python another torch.compile's frame handling runs (its callback is set): the
+# module's own Dynamo wrapper sets the module's callback, as a call without the fast path does.
+UNDER_DYNAMO = "under_dynamo"
 
 # nn.Module's own call path: the fast path stands for exactly these, hooks aside.
 _MODULE_CALL = (
@@ -149,6 +159,8 @@ def _binder(func: types.FunctionType) -> Callable[..., dict[str, Any]]:
     scope: dict[str, Any] = {f"{own}cells": tuple(zip(code.co_freevars, func.__closure__ or ()))}
     exec(source, scope)  # noqa: S102
     bind = scope["bind"]
+    # A call that does not bind raises the frame's TypeError, which names the function.
+    bind.__name__, bind.__qualname__ = func.__name__, func.__qualname__
     bind.__defaults__ = func.__defaults__
     bind.__kwdefaults__ = func.__kwdefaults__
     return bind
@@ -191,6 +203,11 @@ class FastPath:
         from torch._dynamo import eval_frame  # loaded: Dynamo is compiling
 
         self.eval_frame = eval_frame  # its _stance is rebound by set_stance: read per call
+        self.callback = torch._C._dynamo.eval_frame.get_eval_frame_callback
+        # Under another compile's callback (a frame of it Dynamo skipped runs as Python and
+        # calls the module), the callback would compile this frame with its own backend and
+        # guards; skipped, the call reaches the check in __call__ and the module's own wrapper.
+        eval_frame.skip_code(FastPath.__call__.__code__)
         self.entries_of = eval_frame._debug_get_cache_entry_list
         self.backend = backend
         self.module = module
@@ -254,7 +271,10 @@ class FastPath:
             and self.func.__code__ is self.code
             and self.func.__defaults__ is self.defaults[0]
             and self.func.__kwdefaults__ is self.defaults[1]
+            # nn.Module's _wrapped_call_impl reads self._call_impl, so the instance's own
+            # stands between the call and forward as much as the class's does.
             and "forward" not in self.module.__dict__
+            and "_call_impl" not in self.module.__dict__
             and (cls.__call__, cls._wrapped_call_impl, cls._call_impl) == _MODULE_CALL
         )
 
@@ -275,6 +295,9 @@ class FastPath:
         module = self.module
         if torch.compiler.is_compiling():
             _count_slow(COMPILING)
+            return self.slow(*args, **kwargs)
+        if self.callback() is not None:
+            _count_slow(UNDER_DYNAMO)
             return self.slow(*args, **kwargs)
         if self.eval_frame._stance.stance != "default":
             _count_slow(STANCE)
