@@ -63,6 +63,33 @@ def test_grad_mode_keys_separate_entries_inference_mode_does_not():
     assert not y.is_inference() and torch.equal(y, torch.full((3,), 2.0))
 
 
+def test_forward_mode_ad_falls_back_with_eager_tangents():
+    """Under a forward-mode AD level, dual inputs carry tangents that a replay would drop
+    (found attacking the fast path): such calls run without a graph, counted forward_ad, and
+    give eager's tangents; outside the level the entry replays as before."""
+    import torch.autograd.forward_ad as fwAD
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.GELU()).eval()
+    c = compiled(model)
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(3, 6)
+            torch.testing.assert_close(c(x), model(x), rtol=0, atol=0)
+        replays = graphdispatch.stats()["replays"]
+        x, tangent = torch.randn(3, 6), torch.randn(3, 6)
+        with fwAD.dual_level():
+            out = fwAD.unpack_dual(c(fwAD.make_dual(x, tangent)))
+            expected = fwAD.unpack_dual(model(fwAD.make_dual(x, tangent)))
+        assert out.tangent is not None
+        torch.testing.assert_close(out.primal, expected.primal, rtol=0, atol=0)
+        torch.testing.assert_close(out.tangent, expected.tangent, rtol=0, atol=0)
+        assert graphdispatch.stats()["fallbacks"].get("forward_ad") == 1
+        x = torch.randn(3, 6)
+        torch.testing.assert_close(c(x), model(x), rtol=0, atol=0)
+    assert graphdispatch.stats()["replays"] == replays + 1
+
+
 def test_autocast_keys_separate_entries():
     w = torch.randn(8, 8)
     r = runner(lambda x: (x @ w,), [False])

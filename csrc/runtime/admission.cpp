@@ -15,6 +15,11 @@ std::optional<Refusal> refusal(const std::vector<c10::IValue>& inputs, const Sig
                    options.input(second) + ": " + describe_layout(later) + " overlaps " +
                        options.input(first) + " in memory, and the graph writes one of them"};
   }
+  // Dual tensors carry tangents that only autograd's forward mode computes.
+  if (sig.forward_ad()) {
+    return Refusal{FallbackReason::kForwardAD,
+                   "a forward-mode AD level is active (torch.autograd.forward_ad.dual_level)"};
+  }
   const c10::Device device = device_of(inputs);
   const bool grad = at::GradMode::is_enabled();
   for (std::size_t i = 0; i < inputs.size(); ++i) {

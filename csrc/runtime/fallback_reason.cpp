@@ -40,6 +40,11 @@ const std::array<FallbackReasonInfo, kFallbackReasonCount>& fallback_reasons() {
        "entry: pass it as a tensor, or on the CPU graph use it only in tensor arithmetic, so "
        "one entry reads it at replay",
        false},
+      {FallbackReason::kForwardAD, "forward_ad",
+       "a forward-mode AD level is active (torch.autograd.forward_ad.dual_level) and a replay "
+       "computes no tangents: call the compiled model outside the dual level, or compile the "
+       "dual computation with backend=\"eager\"",
+       false},
   }};
   return reasons;
 }

@@ -24,8 +24,9 @@ enum class FallbackReason {
   kVerifyMismatch,
   kAutogradRegion,
   kNumberValues,
+  kForwardAD,
 };
-inline constexpr std::size_t kFallbackReasonCount = 11;
+inline constexpr std::size_t kFallbackReasonCount = 12;
 
 struct FallbackReasonInfo final {
   FallbackReason reason;

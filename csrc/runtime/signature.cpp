@@ -7,6 +7,7 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <c10/util/hash.h>
+#include <torch/csrc/autograd/forward_grad.h>
 
 #include <algorithm>
 #include <cstring>
@@ -141,6 +142,9 @@ Signature Signature::of(const std::vector<c10::IValue>& inputs,
     }
   }
   append_modes(w, device_type);
+  // Levels are entered and left in order, so any active level means level 0 is.
+  sig.forward_ad_ = torch::autograd::ForwardADLevel::try_get_by_idx(0) != nullptr;
+  w.push_back(sig.forward_ad_);
   // Views of one storage that share no byte (`latents.unbind(0)`, grids sliced from one
   // tensor) are separate inputs: each is copied into its own buffer (case C39). Pairs are
   // few (inputs are rarely views of each other), so a quadratic scan over the sorted spans

@@ -26,7 +26,9 @@ namespace graphdispatch {
 // (entries are captured outside it, Note [Inference mode] in entry.h): a key holding it would
 // capture a graph at compile time, where Dynamo turns it off, that no call under
 // torch.inference_mode() uses
-// (case C25). Dynamic inputs whose bytes overlap add which inputs overlap (Note [Aliasing]).
+// (case C25). Whether a forward-mode AD level is active: a replay computes no tangents, so
+// such calls are refused (admission.h) under a key of their own. Dynamic inputs whose bytes
+// overlap add which inputs overlap (Note [Aliasing]).
 //
 // The *layout* is all of the above; the key adds the static inputs' data pointers, since a
 // graph reads them at the addresses it was captured with. So one FX graph serving several
@@ -50,6 +52,8 @@ class Signature final {
   const std::vector<std::int64_t>& layout() const { return layout_; }
   /// Every (earlier, later) pair of dynamic input positions whose bytes overlap.
   const std::vector<std::pair<std::size_t, std::size_t>>& overlaps() const { return overlaps_; }
+  /// Whether a forward-mode AD level was active (torch.autograd.forward_ad.dual_level).
+  bool forward_ad() const { return forward_ad_; }
 
   struct Hasher {
     std::size_t operator()(const Signature& s) const { return s.hash_; }
@@ -60,6 +64,7 @@ class Signature final {
   std::vector<std::int64_t> addresses_;
   std::size_t hash_ = 0;
   std::vector<std::pair<std::size_t, std::size_t>> overlaps_;
+  bool forward_ad_ = false;
 };
 
 /// "[2, 3]/float32" — the form the mismatch message uses.

@@ -19,7 +19,7 @@ TEST(FallbackReasonTest, EveryReasonHasOneRowOneNameAndAdvice) {
     EXPECT_EQ(parse_fallback_reason(r.name), r.reason);
   }
   // The enumerators are 0..N-1, so N distinct values in the table are all of them.
-  EXPECT_EQ(values.size(), static_cast<std::size_t>(FallbackReason::kNumberValues) + 1);
+  EXPECT_EQ(values.size(), static_cast<std::size_t>(FallbackReason::kForwardAD) + 1);
   EXPECT_EQ(parse_fallback_reason("no_such_reason"), std::nullopt);
 }
 

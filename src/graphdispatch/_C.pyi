@@ -58,6 +58,7 @@ class FallbackReason:
     verify_mismatch: ClassVar[FallbackReason]
     autograd_region: ClassVar[FallbackReason]
     number_values: ClassVar[FallbackReason]
+    forward_ad: ClassVar[FallbackReason]
     __members__: ClassVar[dict[str, FallbackReason]]
     @property
     def name(self) -> str: ...
