@@ -253,6 +253,7 @@ class CompiledGraph:
     refusal_node: torch.fx.Node | None = None
     is_static: list[bool] = dataclasses.field(default_factory=list)
     written: list[int] = dataclasses.field(default_factory=list)
+    effects: Any = None
 
 
 def _capture_fx(
@@ -372,6 +373,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
     warn_without_warmup(kind, options["warmup_iters"])
     _RUNNERS.add(runner)
     record.runner, record.is_static, record.written = runner, roles.is_static, roles.written
+    record.effects = roles.effects
     if not options["lazy_capture"]:
         _capture_at_compile(runner, example_inputs)
     call = numbers.outside(runner)
@@ -414,6 +416,11 @@ class Backend:
                 kwargs.get("mode"), {**self.options, **config.normalize(kwargs.get("options"))}
             )(gm, example_inputs)
         options = config.resolve(self.options)
+        saved = None
+        if getattr(gm, "_backend_id", None) is not None:  # aot_compile's (Note [Warm start])
+            from . import _warm_start
+
+            saved = _warm_start.Snapshot(gm, example_inputs, self.options)
         run_graph_passes(gm, options["graph_passes"])
         route, kind, reason = choose_route(options, example_inputs)
         ROUTES[route].setup()
@@ -445,6 +452,8 @@ class Backend:
             install_for_caller()
         if self.on_graph is not None:
             self.on_graph(record)
+        if saved is not None:
+            compiled = _warm_start.WarmStartFunction(compiled, saved.finish(record), loaded=False)
         return compiled
 
     def reset(self) -> None:

@@ -1,0 +1,90 @@
+"""The model the warm-start tests save, and the fresh process that loads it
+(tests/test_warm_start.py).
+
+``python tests/warm_start_child.py JOBS.json`` runs each job in order in this one process and
+prints one JSON line per job: the loaded function called ``calls`` times on the model (built
+with the job's ``variant``; Dynamo's guard check off with ``"guards": false``), compared bit
+for bit with eager on the same model, with the graphdispatch counters of those calls, or the
+error the load or a call raised.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import torch
+
+
+class Tiny(torch.nn.Module):
+    """Linear, LayerNorm, GELU, a buffer: a few ops of each kind the CPU graph records."""
+
+    def __init__(self, hidden: int = 16) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(8, hidden)
+        self.norm = torch.nn.LayerNorm(hidden)
+        self.down = torch.nn.Linear(hidden, 4)
+        self.register_buffer("shift", torch.linspace(-1, 1, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.nn.functional.gelu(self.norm(self.up(x)))) + self.shift
+
+
+def run(model: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    """What the tests compile: a module-level function calling the model (docs/usage.md)."""
+    return model(*args, **kwargs)
+
+
+def build(variant: str = "same") -> tuple[Tiny, torch.Tensor]:
+    """The model of seed 0 and its input; ``variant``: "same", "scaled" (the same weights,
+    then changed in place), "wider" (another hidden size), "double" (float64), "meta" (its
+    parameters on the meta device)."""
+    torch.manual_seed(0)
+    model = Tiny(32 if variant == "wider" else 16).eval()
+    x = torch.randn(2, 8)
+    if variant == "scaled":
+        with torch.no_grad():
+            model.up.weight.mul_(2)
+            model.shift.add_(1)
+    elif variant == "double":
+        model = model.double()
+    elif variant == "meta":
+        model = model.to("meta")
+    return model, x
+
+
+def load_and_call(job: dict[str, Any]) -> dict[str, Any]:
+    import graphdispatch
+
+    version = graphdispatch.__version__
+    graphdispatch.__version__ = job.get("graphdispatch_version", version)
+    model, x = build(job.get("variant", "same"))
+    graphdispatch.reset()
+    try:
+        with open(job["path"], "rb") as f:
+            fn = torch.compiler.load_compiled_function(f)
+        if not job.get("guards", True):
+            fn.disable_guard_check()
+        exact = []
+        with torch.no_grad():
+            for _ in range(job.get("calls", 3)):
+                exact.append(torch.equal(fn(model, x), model(x)))
+    except Exception as error:  # reported: the tests check which error
+        return {"error": f"{type(error).__name__}: {error}"}
+    finally:
+        graphdispatch.__version__ = version
+    stats = graphdispatch.stats()
+    return {
+        "exact": exact,
+        "captures": stats["captures"],
+        "replays": stats["replays"],
+        "fallbacks": stats["fallbacks"],
+    }
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as f:
+        jobs = json.load(f)
+    for job in jobs:
+        print(json.dumps(load_and_call(job)), flush=True)
