@@ -37,8 +37,10 @@ def save(path: Path, options: dict[str, Any]) -> Path:
     )
     with torch.no_grad():
         fn = compiled.aot_compile(((model, x), {}))
-        assert torch.equal(fn(model, x), model(x))
+        out = fn(model, x)
+        torch.testing.assert_close(out, model(x))
     fn.save_compiled_function(str(path))
+    torch.save(out, path.with_suffix(".pt"))
     return path
 
 
@@ -67,8 +69,12 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     tmp = tmp_path_factory.mktemp("warm_start")
     cpu = save(tmp / "cpu.bin", {"graph_only": True})
     emulated = save(tmp / "emulated.bin", {"graph_only": True, "device_graph": "emulated"})
+    compile = save(tmp / "compile.bin", {"graph_with_compile": True})
+    inductor = save(tmp / "default.bin", {})
     jobs = {
         "cpu": {"path": str(cpu)},
+        "graph_with_compile": {"path": str(compile), "output": str(compile.with_suffix(".pt"))},
+        "default": {"path": str(inductor), "output": str(inductor.with_suffix(".pt"))},
         "cpu_scaled": {"path": str(cpu), "variant": "scaled"},
         "emulated": {"path": str(emulated)},
         "other_torch": {"path": str(edited(cpu, tmp / "torch.bin", _other_torch))},
@@ -100,6 +106,19 @@ def test_loaded_function_replays_bit_exact(loaded, job):
     assert out["exact"] == [True, True, True]
     # Recorded at the first call from the real inputs, replayed at every call.
     assert out["captures"] == 1 and out["replays"] == 3 and out["fallbacks"] == {}
+
+
+def test_loaded_inductor_output_is_the_saved_one(loaded):
+    # graph_with_compile on the CPU: Inductor's C++ wrapper, its bundled AOTAutograd entry
+    # loaded rather than compiled again, captured at the first call, replayed at every call;
+    # bit for bit the saving process's output (its kernels are the same).
+    out = loaded["graph_with_compile"]
+    assert out.get("error") is None and out["exact"] == [True, True, True]
+    assert out["captures"] == 1 and out["replays"] == 3 and out["fallbacks"] == {}
+    # The default route: Inductor alone, loaded the same way, no capture.
+    out = loaded["default"]
+    assert out.get("error") is None and out["exact"] == [True, True, True]
+    assert out["captures"] == 0 and out["replays"] == 0
 
 
 def test_weights_changed_after_saving_are_used(loaded):

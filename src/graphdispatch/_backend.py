@@ -204,7 +204,15 @@ def _inductor(
     SETUP_INDUCTOR()
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, list(example_inputs), config_patches={"triton.cudagraphs": cudagraphs})
+    from ._warm_start import inductor_output
+
+    warm = inductor_output(gm)  # saved or loaded by a warm start (Note [Warm start])
+
+    def compile() -> tuple[Callable, list]:
+        patches = {"triton.cudagraphs": cudagraphs}
+        return compile_fx(gm, list(example_inputs), config_patches=patches), []
+
+    return (compile() if warm is None else warm.compiled(compile))[0]
 
 
 def _refused(fn: Callable, reason: str) -> Callable:

@@ -267,6 +267,53 @@ def check_device(specs: Sequence[InputSpec]) -> None:
             )
 
 
+# ---- Inductor's output -----------------------------------------------------------------------
+
+# gm.meta key of the InductorOutput of a graph being saved or loaded.
+INDUCTOR = "graphdispatch_warm_start_inductor"
+
+
+class InductorOutput:
+    """Inductor's compiled function of one graph, on its way out or in: ``saved`` is None
+    while saving (``compiled`` fills it), the saved bytes while loading (``compiled`` returns
+    them loaded)."""
+
+    def __init__(self, saved: bytes | None = None) -> None:
+        self.saved = saved
+
+    def compiled(self, compile: Callable[[], tuple[Callable, list]]) -> tuple[Callable, list]:
+        """(Inductor's compiled function, its CompiledFxGraphs): ``compile()``'s while saving,
+        and its bundled AOTAutograd entry kept; the saved entry's, loaded, while loading."""
+        from torch._functorch._aot_autograd.aot_autograd_result import (
+            deserialize_bundled_cache_entry,
+        )
+
+        if self.saved is None:
+            fn, graphs = compile()
+            if getattr(fn, "serialize", None) is None:
+                raise WarmStartError(
+                    "graphdispatch warm start: Inductor's output of this graph cannot be saved"
+                    " (no bundled AOTAutograd entry)"
+                )
+            self.saved = pickle.dumps(fn.serialize(), protocol=pickle.HIGHEST_PROTOCOL)
+            return fn, graphs
+        entry = pickle.loads(self.saved)
+        # Locating the compiled library needs the CPU's vector ISA; Inductor picks it from the
+        # CPU's flags after building and loading a probe for each candidate in a child process
+        # (1.6 s on the bench machine, once per process). Here the flags alone decide: the
+        # library was built for that ISA where it was saved (a machine whose Inductor cache
+        # lacks it builds it again, for the ISA its flags name).
+        with torch._inductor.config.patch({"cpp.vec_isa_ok": True}):
+            fn = deserialize_bundled_cache_entry(entry)
+        return fn, [entry.compiled_fw.result]
+
+
+def inductor_output(gm: torch.fx.GraphModule) -> InductorOutput | None:
+    """The InductorOutput of ``gm`` when a warm start saves or loads it, else None; taken off
+    ``gm`` (Inductor must not see it)."""
+    return gm.meta.pop(INDUCTOR, None)
+
+
 # ---- the serializable callable ---------------------------------------------------------------
 
 
@@ -317,6 +364,8 @@ class WarmStartFunction(SerializableCallable):
             if collecting:
                 gc.enable()
         gm.__dict__.pop("_backend_id", None)  # the payload is kept: no second snapshot
+        if payload["inductor"] is not None:
+            gm.meta[INDUCTOR] = InductorOutput(payload["inductor"])
         gm.recompile()
         backend = Backend(options={**payload["options"], "lazy_capture": True})
         compiled = backend(gm, [_example(s) for s in specs])
@@ -350,6 +399,7 @@ class Snapshot:
         self.inputs = [_spec(n, v) for n, v in zip(placeholders, example_inputs)]
         self.options = options
         self.gm = torch.fx.GraphModule(gm, _graph_copy(gm.graph))
+        self.inductor = gm.meta[INDUCTOR] = InductorOutput()  # filled if Inductor compiles
         for node in self.gm.graph.find_nodes(op="placeholder"):
             saved = _saved_arg(node)
             node.meta.pop("grapharg", None)
@@ -377,7 +427,7 @@ class Snapshot:
             "graph": _graph_pickler().dumps(self.gm, Options(ops_filter=None)),
             "inputs": self.inputs,
             "options": self.options,
-            "inductor": None,
+            "inductor": self.inductor.saved,
         }
 
 
