@@ -23,6 +23,7 @@ import graphdispatch
 HERE = Path(__file__).resolve().parent
 TORCH_VERSION = torch.__version__
 UP_WEIGHT = "L_model_modules_up_parameters_weight_"
+GRAPH_ONLY = {"graph_only": True}
 
 
 def save(path: Path, options: dict[str, Any]) -> Path:
@@ -69,6 +70,9 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     tmp = tmp_path_factory.mktemp("warm_start")
     cpu = save(tmp / "cpu.bin", {"graph_only": True})
     emulated = save(tmp / "emulated.bin", {"graph_only": True, "device_graph": "emulated"})
+    model, x = build()
+    served = graphdispatch.warm_start(model, [(x,)], cache_dir=tmp / "cache", options=GRAPH_ONLY)
+    assert served.report == ["compiled"]
     compile = save(tmp / "compile.bin", {"graph_with_compile": True})
     inductor = save(tmp / "default.bin", {})
     jobs = {
@@ -85,6 +89,12 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
         "double": {"path": str(cpu), "variant": "double", "guards": False},
         "meta": {"path": str(cpu), "variant": "meta", "guards": False},
         "double_guarded": {"path": str(cpu), "variant": "double"},
+        "cache": {"cache_dir": str(tmp / "cache"), "options": GRAPH_ONLY},
+        "cache_scaled": {
+            "cache_dir": str(tmp / "cache"),
+            "options": GRAPH_ONLY,
+            "variant": "scaled",
+        },
     }
     (tmp / "jobs.json").write_text(json.dumps(list(jobs.values())))
     result = subprocess.run(
@@ -179,3 +189,40 @@ def test_artifact_for_a_device_this_process_lacks_is_refused_at_load():
     spec = InputSpec("tensor", "hidden_states", (1, 4), "float32", "cuda:0")
     with pytest.raises(WarmStartError, match=r"runs on cuda:0 \(input 'hidden_states'\); this"):
         check_device([spec])
+
+
+def test_cache_dir_loads_what_another_process_saved(loaded):
+    # The child's warm_start found the file this process wrote: loaded, recorded at its
+    # warm-up call, replayed at every call, bit-exact; new weights (same shapes) are the same
+    # key and are used.
+    for job in ("cache", "cache_scaled"):
+        out = loaded[job]
+        assert out.get("error") is None and out["report"] == ["loaded"], out
+        assert out["exact"] == [True, True, True]
+        assert out["captures"] == 1 and out["replays"] == 4 and out["fallbacks"] == {}
+
+
+def test_cache_dir_compiles_afresh_what_it_cannot_use(tmp_path, caplog):
+    model, x = build()
+    served = graphdispatch.warm_start(model, [(x,)], cache_dir=tmp_path, options=GRAPH_ONLY)
+    (path,) = tmp_path.iterdir()
+    path.write_bytes(path.read_bytes()[:-100])  # truncated
+    torch._dynamo.reset()
+    with caplog.at_level("WARNING", logger="graphdispatch"):
+        served = graphdispatch.warm_start(model, [(x,)], cache_dir=tmp_path, options=GRAPH_ONLY)
+    why = "its SHA-256 differs from the one written with it: truncated or edited"
+    assert served.report == [f"compiled (ValueError: {why})"]
+    assert any(
+        why in r.getMessage() and "compiling afresh" in r.getMessage() for r in caplog.records
+    )
+    with torch.no_grad():
+        assert torch.equal(served(x), model(x))
+    # Rewritten: a third start loads it. Other options are another key: compiled, a second file.
+    torch._dynamo.reset()
+    assert graphdispatch.warm_start(
+        model, [(x,)], cache_dir=tmp_path, options=GRAPH_ONLY
+    ).report == ["loaded"]
+    other = graphdispatch.warm_start(
+        model, [(x,)], cache_dir=tmp_path, options={"graph_only": True, "max_entries": 2}
+    )
+    assert other.report == ["compiled"] and len(list(tmp_path.iterdir())) == 2

@@ -2,7 +2,8 @@
 (tests/test_warm_start.py).
 
 ``python tests/warm_start_child.py JOBS.json`` runs each job in order in this one process and
-prints one JSON line per job: the loaded function called ``calls`` times on the model (built
+prints one JSON line per job: the loaded function (or, with ``cache_dir``, the model served by
+``graphdispatch.warm_start``) called ``calls`` times on the model (built
 with the job's ``variant``; Dynamo's guard check off with ``"guards": false``), each output
 compared bit for bit with eager on the same model (or with the saving process's ``output``),
 with the graphdispatch counters of those calls, or the error the load or a call raised.
@@ -61,11 +62,22 @@ def load_and_call(job: dict[str, Any]) -> dict[str, Any]:
     graphdispatch.__version__ = job.get("graphdispatch_version", version)
     model, x = build(job.get("variant", "same"))
     graphdispatch.reset()
+    report = None
     try:
-        with open(job["path"], "rb") as f:
-            fn = torch.compiler.load_compiled_function(f)
-        if not job.get("guards", True):
-            fn.disable_guard_check()
+        if "cache_dir" in job:  # graphdispatch.warm_start: served as the model
+            served = graphdispatch.warm_start(
+                model, [(x,)], cache_dir=job["cache_dir"], options=job["options"]
+            )
+            report = served.report
+
+            def fn(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+                return served(x)
+
+        else:
+            with open(job["path"], "rb") as f:
+                fn = torch.compiler.load_compiled_function(f)
+            if not job.get("guards", True):
+                fn.disable_guard_check()
         exact = []
         with torch.no_grad():
             for _ in range(job.get("calls", 3)):
@@ -79,6 +91,7 @@ def load_and_call(job: dict[str, Any]) -> dict[str, Any]:
         graphdispatch.__version__ = version
     stats = graphdispatch.stats()
     return {
+        "report": report,
         "exact": exact,
         "captures": stats["captures"],
         "replays": stats["replays"],
