@@ -9,30 +9,43 @@ must be a ``torch._dynamo.aot_compile_types.SerializableCallable``. ``aot_compil
 marks the graph module it hands the backend with ``_backend_id`` (a plain compile does not), so
 the backend knows when to return a ``WarmStartFunction`` and pays nothing otherwise.
 
-What travels is what the backend was given, not what it made: Dynamo's FX graph (GraphPickler,
-fake tensors in its metadata included), a description of every graph input (``InputSpec``:
-kind, shape, dtype, device, parameter or buffer, what Dynamo called it), the options, and the
-versions. Loading rebuilds the graph and reruns the backend on it (``Backend.__call__``, so the
-route, the graph passes, the inputs' roles and the runner are decided by the same code as a
-fresh compile), with ``lazy_capture`` on: the first call records the CPU graph from the real
-inputs, each later call replays. Recording at load is cheap next to Dynamo's trace (the
-figures are in bench/RESULTS.md, "Warm start"), so the recorded program itself does not travel.
-On ``graph_with_compile`` Inductor's compile is the expensive part: its output travels too (see
-``_warm_inductor.py``) and is handed back to the route instead of compiling again.
+What travels is what the backend was given, not what it made: Dynamo's FX graph (GraphPickler;
+copied before the graph passes and routes change it), a description of every graph input
+(``InputSpec``: kind, shape, dtype, device, parameter or not, Dynamo's name), the options, and
+what the compile decided that a load cannot cheaply redo: the graph's ``Effects`` (which inputs
+it writes, whether it draws random numbers: working them out runs the graph on fake tensors,
+most of a load's time on the tiny Flux) and, on ``graph_with_compile`` and ``default``,
+Inductor's output (its bundled AOTAutograd entry, ``InductorOutput``: aot_compile's compile
+looks nothing up in aot_autograd's cache, so the entry is made; a load deserializes it, and
+Inductor's generated library comes from Inductor's on-disk cache, or is built again where that
+lacks it). The fake tensors of the nodes' metadata travel only where a load reads them (a graph
+refused as a whole, graph passes). Loading rebuilds the graph and reruns the backend on it
+(``Backend.__call__``: the route, the graph passes, the inputs' roles and the runner decided by
+the same code as a fresh compile) with ``lazy_capture`` on: the first call records from the
+real inputs and replays, each later call replays. The recorded program itself does not travel:
+recording at the first call costs about a warm-up run and a recording run of the graph
+(bench/RESULTS.md, "Warm start"), and saving it would mean serializing the C++ runtime's
+entries.
+
+What the caller must do (docs/usage.md, "Warm start"): compile a module-level function taking
+the model (``call_model``; a decorated ``forward``, as diffusers' models have, is a function
+Dynamo's saver cannot pickle), with a guard filter that keeps only serializable guards
+(``torch.compiler.keep_tensor_guards_unsafe``), under the grad mode of the calls (a guard).
 
 Parameters are not baked in: Dynamo's graph takes them as inputs, read from the module the
-caller passes to the loaded function (its signature is the traced function's, ``(self, ...)``
-for ``model.forward``), so weights changed after saving are the weights used. The examples the
-backend is rerun on are zero-strided views of one element (``_example``): the right shape, dtype
-and device, no memory; nothing records from them.
+caller passes to the loaded function, so weights changed after saving are the weights used (a
+graph holding tensors as attributes, ``install_free_tensors``, is refused at save). The
+examples the backend is rerun on are zero-strided views of one element (``_example``): the
+right shape, dtype and device, no memory; nothing records from them, nothing compiles them.
 
 Bad artifacts never replay: the bytes start with a header (magic, format, torch and graphdispatch
 versions, length and SHA-256 of the body) checked before anything is unpickled, so another
-version, a truncated or an edited artifact raise ``WarmStartError`` naming the mismatch. The
-first call checks every tensor input against its ``InputSpec`` (shape, dtype, device), naming
-the input (a parameter by its module path) and expected vs given; Dynamo's guards check later
-calls, as in a plain compile. A device the artifact needs that this process lacks is named at
-load.
+version, a truncated or an edited body raise ``WarmStartError`` naming the mismatch (a file
+truncated in Dynamo's part, after ours, fails in torch's unpickler). A device the artifact needs
+that this process lacks is named at load. The first call checks every tensor input against its
+``InputSpec`` (shape, dtype, device), naming the input and expected vs given; Dynamo's guards
+check every call, as in a plain compile, and where the filter kept an input's guard they
+refuse first, naming it.
 """
 
 from __future__ import annotations
