@@ -208,11 +208,11 @@ def _inductor(
 
     warm = inductor_output(gm)  # saved or loaded by a warm start (Note [Warm start])
 
-    def compile() -> tuple[Callable, list]:
+    def fresh() -> tuple[Callable, list]:
         patches = {"triton.cudagraphs": cudagraphs}
         return compile_fx(gm, list(example_inputs), config_patches=patches), []
 
-    return (compile() if warm is None else warm.compiled(compile))[0]
+    return (fresh() if warm is None else warm.compiled(fresh))[0]
 
 
 def _refused(fn: Callable, reason: str) -> Callable:

@@ -84,7 +84,7 @@ def compile_with_cpp_wrapper(
 
     warm = inductor_output(gm)
 
-    def compile() -> tuple[Callable, list]:
+    def fresh() -> tuple[Callable, list]:
         compiled: list[Any] = []
 
         def inner_compile(*args: Any, **kwargs: Any) -> Any:
@@ -104,7 +104,7 @@ def compile_with_cpp_wrapper(
             )
         return fn, compiled
 
-    fn, compiled = compile() if warm is None else warm.compiled(compile)
+    fn, compiled = fresh() if warm is None else warm.compiled(fresh)
     return fn, EntryCalls(compiled)
 
 

@@ -294,15 +294,15 @@ class InductorOutput:
     def __init__(self, saved: bytes | None = None) -> None:
         self.saved = saved
 
-    def compiled(self, compile: Callable[[], tuple[Callable, list]]) -> tuple[Callable, list]:
-        """(Inductor's compiled function, its CompiledFxGraphs): ``compile()``'s while saving,
+    def compiled(self, fresh: Callable[[], tuple[Callable, list]]) -> tuple[Callable, list]:
+        """(Inductor's compiled function, its CompiledFxGraphs): ``fresh()``'s while saving,
         and its bundled AOTAutograd entry kept; the saved entry's, loaded, while loading."""
         from torch._functorch._aot_autograd.aot_autograd_result import (
             deserialize_bundled_cache_entry,
         )
 
         if self.saved is None:
-            fn, graphs = compile()
+            fn, graphs = fresh()
             if getattr(fn, "serialize", None) is None:
                 raise WarmStartError(
                     "graphdispatch warm start: Inductor's output of this graph cannot be saved"
