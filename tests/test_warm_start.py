@@ -19,6 +19,7 @@ import torch
 from warm_start_child import build, run
 
 import graphdispatch
+from graphdispatch.patterns import fuse_rms_norm
 
 HERE = Path(__file__).resolve().parent
 TORCH_VERSION = torch.__version__
@@ -70,6 +71,8 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     tmp = tmp_path_factory.mktemp("warm_start")
     cpu = save(tmp / "cpu.bin", {"graph_only": True})
     emulated = save(tmp / "emulated.bin", {"graph_only": True, "device_graph": "emulated"})
+    # A graph pass may read the nodes' fake tensors: they travel, and the load rebuilds them.
+    passes = save(tmp / "passes.bin", {"graph_only": True, "graph_passes": [fuse_rms_norm]})
     model, x = build()
     served = graphdispatch.warm_start(model, [(x,)], cache_dir=tmp / "cache", options=GRAPH_ONLY)
     assert served.report == ["compiled"]
@@ -81,6 +84,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
         "default": {"path": str(inductor), "output": str(inductor.with_suffix(".pt"))},
         "cpu_scaled": {"path": str(cpu), "variant": "scaled"},
         "emulated": {"path": str(emulated)},
+        "passes": {"path": str(passes)},
         "other_torch": {"path": str(edited(cpu, tmp / "torch.bin", _other_torch))},
         "other_graphdispatch": {"path": str(cpu), "graphdispatch_version": "0.0.1"},
         "edited": {"path": str(edited(cpu, tmp / "edited.bin", _flip_body_byte))},
@@ -109,7 +113,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     return dict(zip(jobs, map(json.loads, lines)))
 
 
-@pytest.mark.parametrize("job", ["cpu", "emulated"])
+@pytest.mark.parametrize("job", ["cpu", "emulated", "passes"])
 def test_loaded_function_replays_bit_exact(loaded, job):
     out = loaded[job]
     assert out.get("error") is None
@@ -226,3 +230,19 @@ def test_cache_dir_compiles_afresh_what_it_cannot_use(tmp_path, caplog):
         model, [(x,)], cache_dir=tmp_path, options={"graph_only": True, "max_entries": 2}
     )
     assert other.report == ["compiled"] and len(list(tmp_path.iterdir())) == 2
+
+
+def test_options_that_cannot_be_saved_are_named_at_save():
+    from graphdispatch._warm_start import WarmStartError
+
+    model, x = build()
+    compiled = torch.compile(
+        run,
+        fullgraph=True,
+        backend="graphdispatch",
+        options={"graph_only": True, "graph_passes": [lambda gm: None]},
+    )
+    with torch.no_grad():
+        fn = compiled.aot_compile(((model, x), {}))
+    with pytest.raises(WarmStartError, match=r"cannot save the options \['graph_only', 'graph_pa"):
+        fn.save_compiled_function("unused")

@@ -223,7 +223,13 @@ def check_inputs(specs: Sequence[InputSpec], args: Sequence[Any]) -> None:
 
 
 def _pack(payload: dict[str, Any]) -> bytes:
-    body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError) as error:
+        raise WarmStartError(
+            f"graphdispatch warm start: cannot save the options {sorted(payload['options'])}: "
+            f"{error} (a graph pass must be a module-level function, saved by name)"
+        ) from error
     header = {
         "format": FORMAT,
         **versions(),
