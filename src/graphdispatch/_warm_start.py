@@ -19,18 +19,22 @@ Inductor's output (its bundled AOTAutograd entry, ``InductorOutput``: aot_compil
 looks nothing up in aot_autograd's cache, so the entry is made; a load deserializes it, and
 Inductor's generated library comes from Inductor's on-disk cache, or is built again where that
 lacks it). The fake tensors of the nodes' metadata travel only where a load reads them (a graph
-refused as a whole, graph passes). Loading rebuilds the graph and reruns the backend on it
-(``Backend.__call__``: the route, the graph passes, the inputs' roles and the runner decided by
-the same code as a fresh compile) with ``lazy_capture`` on: the first call records from the
-real inputs and replays, each later call replays. The recorded program itself does not travel:
+refused as a whole, graph passes). aot_compile hands the backend no Dynamo sources
+(``grapharg``), at save as at load: an input is static there only as a parameter or a marked
+address (``_graph_analysis.is_static_input``), the same decision both times. Loading rebuilds
+the graph and reruns the backend on it (``Backend.__call__``: the route, the graph passes, the
+inputs' roles and the runner decided by the same code as a fresh compile) with
+``lazy_capture`` on: the first call records from the real inputs and replays, each later call
+replays. The recorded program itself does not travel:
 recording at the first call costs about a warm-up run and a recording run of the graph
 (bench/RESULTS.md, "Warm start"), and saving it would mean serializing the C++ runtime's
 entries.
 
-What the caller must do (docs/usage.md, "Warm start"): compile a module-level function taking
-the model (``call_model``; a decorated ``forward``, as diffusers' models have, is a function
-Dynamo's saver cannot pickle), with a guard filter that keeps only serializable guards
-(``torch.compiler.keep_tensor_guards_unsafe``), under the grad mode of the calls (a guard).
+What the caller must do (docs/usage.md, "Warm start: compile once, load in every process"):
+compile a module-level function taking the model (``call_model``; a decorated ``forward``, as
+diffusers' models have, is a function Dynamo's saver cannot pickle), with a guard filter that
+keeps only serializable guards (``torch.compiler.keep_tensor_guards_unsafe``), under the grad
+mode of the calls (a guard).
 
 Parameters are not baked in: Dynamo's graph takes them as inputs, read from the module the
 caller passes to the loaded function, so weights changed after saving are the weights used (a
@@ -76,53 +80,7 @@ def versions() -> dict[str, str]:
     return {"torch": torch.__version__, "graphdispatch": graphdispatch.__version__}
 
 
-# ---- what Dynamo told the backend about each input ------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class SavedSource:
-    """Stands in for a Dynamo source in ``node.meta["grapharg"]`` after loading: the name and
-    the two guard-source checks ``_graph_analysis`` reads."""
-
-    name: str
-    specialized_nn_module: bool
-    unspecialized_nn_module: bool
-
-    def guard_source(self) -> SavedSource:
-        return self
-
-    def is_specialized_nn_module(self) -> bool:
-        return self.specialized_nn_module
-
-    def is_unspecialized_nn_module(self) -> bool:
-        return self.unspecialized_nn_module
-
-
-@dataclasses.dataclass(frozen=True)
-class SavedArg:
-    """Stands in for Dynamo's ``GraphArg`` (which holds the real tensor, never saved)."""
-
-    source: SavedSource | None
-    pass_arg_as_tensor: bool
-
-
-def _saved_arg(node: torch.fx.Node) -> SavedArg | None:
-    grapharg = node.meta.get("grapharg")
-    if grapharg is None:
-        return None
-    source = getattr(grapharg, "source", None)
-    saved = None
-    if source is not None:
-        name = source.name
-        name = name() if callable(name) else name
-        guard = source.guard_source
-        guard = guard() if callable(guard) else guard
-        saved = SavedSource(
-            str(name),
-            bool(guard.is_specialized_nn_module()),
-            bool(guard.is_unspecialized_nn_module()),
-        )
-    return SavedArg(saved, bool(getattr(grapharg, "pass_arg_as_tensor", False)))
+# ---- what the backend saw of each input ------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,9 +89,10 @@ class InputSpec:
 
     ``kind``: "tensor", or "value" for anything else (an int, a float: kept in ``value``).
     For tensors: ``shape``, ``dtype`` and ``device`` (as strings), ``parameter`` (an
-    ``nn.Parameter``), ``requires_grad``, ``static_type`` (Dynamo's static-address mark, or
-    None), and ``item`` (a 0-d tensor's value, for a Python number Dynamo passes as a tensor).
-    ``name``: what the user calls it (``_graph_analysis.input_name``), for error messages.
+    ``nn.Parameter``), ``requires_grad`` and ``static_type`` (Dynamo's static-address mark, or
+    None): what ``_graph_analysis.input_roles`` reads off an example. ``name``: Dynamo's flat
+    name of the input (``L_model_modules_up_parameters_weight_``), for error messages:
+    aot_compile hands the backend no Dynamo sources, so there is no module path to give.
     """
 
     kind: str
@@ -144,16 +103,11 @@ class InputSpec:
     parameter: bool = False
     requires_grad: bool = False
     static_type: str | None = None
-    item: Any = None
     value: Any = None
 
 
 def _spec(node: torch.fx.Node, value: Any) -> InputSpec:
-    from ._graph_analysis import input_name
-
-    # aot_compile keeps no Dynamo source on the placeholders: then Dynamo's flat name
-    # (``L_model_modules_up_parameters_weight_``).
-    name = input_name(node) or str(node.target)
+    name = str(node.target)
     if not isinstance(value, torch.Tensor):
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             raise WarmStartError(
@@ -170,7 +124,6 @@ def _spec(node: torch.fx.Node, value: Any) -> InputSpec:
         isinstance(value, torch.nn.Parameter),
         value.requires_grad,
         getattr(value, "_dynamo_static_input_type", None),
-        value.item() if value.dim() == 0 and value.device.type == "cpu" else None,
     )
 
 
@@ -178,10 +131,7 @@ def _example(spec: InputSpec) -> Any:
     """An example of ``spec`` for rerunning the backend: a zero-strided view of one element."""
     if spec.kind != "tensor":
         return spec.value
-    dtype = getattr(torch, spec.dtype)
-    one = torch.zeros((), dtype=dtype, device=spec.device)
-    if spec.item is not None:
-        one.fill_(spec.item)
+    one = torch.zeros((), dtype=getattr(torch, spec.dtype), device=spec.device)
     example = one.expand(spec.shape)
     if spec.parameter:
         example = torch.nn.Parameter(example, requires_grad=spec.requires_grad)
@@ -419,11 +369,6 @@ class Snapshot:
         self.options = options
         self.gm = torch.fx.GraphModule(gm, _graph_copy(gm.graph))
         self.inductor = gm.meta[INDUCTOR] = InductorOutput()  # filled if Inductor compiles
-        for node in self.gm.graph.find_nodes(op="placeholder"):
-            saved = _saved_arg(node)
-            node.meta.pop("grapharg", None)
-            if saved is not None:
-                node.meta["grapharg"] = saved
 
     def finish(self, record: Any) -> dict[str, Any]:
         """The payload, given the compile's ``CompiledGraph``. The effects it decided travel
@@ -436,7 +381,7 @@ class Snapshot:
 
         light = record.refusal is None and not self.options.get("graph_passes")
         for node in self.gm.graph.nodes:
-            keep = ("grapharg",) if light else ("grapharg", "example_value", "val")
+            keep = () if light else ("example_value", "val")
             kept = {k: node.meta[k] for k in keep if k in node.meta}
             node.meta.clear()
             node.meta.update(kept)
