@@ -1,9 +1,9 @@
 """Warm start (Note [Warm start] in src/graphdispatch/_warm_start.py): a function compiled with
-``aot_compile`` and saved in this process, loaded in a fresh one (tests/warm_start_child.py)
+``aot_compile`` and saved in one fresh process, loaded in another (tests/warm_start_child.py)
 and checked bit for bit against eager, its captures and replays counted; every bad artifact
 refused with an error naming why, never run.
 
-One child process loads every artifact the module saves (each a few seconds of imports), so the
+One child saves every artifact and one loads them all (each a few seconds of imports), so the
 jobs are planned together and each test reads its job's result."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import torch
 from warm_start_child import build, run
 
 import graphdispatch
-from graphdispatch.patterns import fuse_rms_norm
 
 HERE = Path(__file__).resolve().parent
 TORCH_VERSION = torch.__version__
@@ -27,23 +26,19 @@ UP_WEIGHT = "L_model_modules_up_parameters_weight_"
 GRAPH_ONLY = {"graph_only": True}
 
 
-def save(path: Path, options: dict[str, Any]) -> Path:
-    """``run`` on the tiny model compiled with ``options``, saved at ``path``: the serving
-    recipe of docs/usage.md (a guard filter that keeps the inputs' tensor guards)."""
-    model, x = build()
-    compiled = torch.compile(
-        run,
-        fullgraph=True,
-        backend="graphdispatch",
-        options={**options, "guard_filter_fn": torch.compiler.keep_tensor_guards_unsafe},
+def child(step: str, jobs: list[dict[str, Any]], folder: Path) -> list[Any]:
+    """What ``warm_start_child.py step`` printed for each job, run in one fresh process."""
+    (folder / f"{step}.json").write_text(json.dumps(jobs))
+    result = subprocess.run(
+        [sys.executable, str(HERE / "warm_start_child.py"), step, str(folder / f"{step}.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    with torch.no_grad():
-        fn = compiled.aot_compile(((model, x), {}))
-        out = fn(model, x)
-        torch.testing.assert_close(out, model(x))
-    fn.save_compiled_function(str(path))
-    torch.save(out, path.with_suffix(".pt"))
-    return path
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == len(jobs), result.stdout + result.stderr
+    return [json.loads(line) for line in lines]
 
 
 def edited(source: Path, path: Path, edit: Any) -> Path:
@@ -67,21 +62,28 @@ def _flip_body_byte(data: bytes) -> bytes:
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """{job name: what the child reported}."""
-    torch._dynamo.reset()
     tmp = tmp_path_factory.mktemp("warm_start")
-    cpu = save(tmp / "cpu.bin", {"graph_only": True})
-    emulated = save(tmp / "emulated.bin", {"graph_only": True, "device_graph": "emulated"})
-    # A graph pass may read the nodes' fake tensors: they travel, and the load rebuilds them.
-    passes = save(tmp / "passes.bin", {"graph_only": True, "graph_passes": [fuse_rms_norm]})
-    model, x = build()
-    served = graphdispatch.warm_start(model, [(x,)], cache_dir=tmp / "cache", options=GRAPH_ONLY)
-    assert served.report == ["compiled"]
-    compile = save(tmp / "compile.bin", {"graph_with_compile": True})
-    inductor = save(tmp / "default.bin", {})
+    cpu, emulated, passes, compile, inductor = (
+        tmp / f"{name}.bin" for name in ("cpu", "emulated", "passes", "compile", "default")
+    )
+    saved = child(
+        "save",
+        [
+            {"path": str(cpu), "options": GRAPH_ONLY},
+            {"path": str(emulated), "options": {"graph_only": True, "device_graph": "emulated"}},
+            # A graph pass may read the nodes' fake tensors: they travel, and are rebuilt.
+            {"path": str(passes), "options": {"graph_only": True, "graph_passes": True}},
+            {"path": str(compile), "options": {"graph_with_compile": True}},
+            {"path": str(inductor), "options": {}},
+            {"cache_dir": str(tmp / "cache"), "options": GRAPH_ONLY},
+        ],
+        tmp,
+    )
+    assert saved[-1] == ["compiled"]
     jobs = {
         "cpu": {"path": str(cpu)},
-        "graph_with_compile": {"path": str(compile), "output": str(compile.with_suffix(".pt"))},
-        "default": {"path": str(inductor), "output": str(inductor.with_suffix(".pt"))},
+        "graph_with_compile": {"path": str(compile), "output": f"{compile}.pt"},
+        "default": {"path": str(inductor), "output": f"{inductor}.pt"},
         "cpu_scaled": {"path": str(cpu), "variant": "scaled"},
         "emulated": {"path": str(emulated)},
         "passes": {"path": str(passes)},
@@ -100,17 +102,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
             "variant": "scaled",
         },
     }
-    (tmp / "jobs.json").write_text(json.dumps(list(jobs.values())))
-    result = subprocess.run(
-        [sys.executable, str(HERE / "warm_start_child.py"), str(tmp / "jobs.json")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.strip().splitlines()
-    assert len(lines) == len(jobs), result.stdout + result.stderr
-    return dict(zip(jobs, map(json.loads, lines)))
+    return dict(zip(jobs, child("load", list(jobs.values()), tmp)))
 
 
 @pytest.mark.parametrize("job", ["cpu", "emulated", "passes"])

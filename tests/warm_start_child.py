@@ -1,12 +1,15 @@
-"""The model the warm-start tests save, and the fresh process that loads it
+"""The model the warm-start tests save, and the fresh processes that save and load it
 (tests/test_warm_start.py).
 
-``python tests/warm_start_child.py JOBS.json`` runs each job in order in this one process and
-prints one JSON line per job: the loaded function (or, with ``cache_dir``, the model served by
-``graphdispatch.warm_start``) called ``calls`` times on the model (built
-with the job's ``variant``; Dynamo's guard check off with ``"guards": false``), each output
-compared bit for bit with eager on the same model (or with the saving process's ``output``),
-with the graphdispatch counters of those calls, or the error the load or a call raised.
+``python tests/warm_start_child.py save JOBS.json`` saves each job's artifact (``save``) in
+one fresh process, so no other test's state (a renamed device backend, registered ops) is
+saved with it. ``python tests/warm_start_child.py load JOBS.json`` runs each job in order in
+this one process and prints one JSON line per job: the loaded function (or, with
+``cache_dir``, the model served by ``graphdispatch.warm_start``) called ``calls`` times on the
+model (built with the job's ``variant``; Dynamo's guard check off with ``"guards": false``),
+each output compared bit for bit with eager on the same model (or with the saving process's
+``output``), with the graphdispatch counters of those calls, or the error the load or a call
+raised.
 """
 
 from __future__ import annotations
@@ -55,6 +58,42 @@ def build(variant: str = "same") -> tuple[Tiny, torch.Tensor]:
     return model, x
 
 
+def save(path: str, options: dict[str, Any]) -> None:
+    """``run`` on the tiny model compiled with ``options`` (``"graph_passes": True``: with
+    ``patterns.fuse_rms_norm``), saved at ``path``, its output at ``path + ".pt"``: the serving
+    recipe of docs/usage.md (a guard filter that keeps the inputs' tensor guards)."""
+    from graphdispatch.patterns import fuse_rms_norm
+
+    if options.get("graph_passes"):
+        options = {**options, "graph_passes": [fuse_rms_norm]}
+    model, x = build()
+    compiled = torch.compile(
+        run,
+        fullgraph=True,
+        backend="graphdispatch",
+        options={**options, "guard_filter_fn": torch.compiler.keep_tensor_guards_unsafe},
+    )
+    with torch.no_grad():
+        fn = compiled.aot_compile(((model, x), {}))
+        out = fn(model, x)
+        torch.testing.assert_close(out, model(x))
+    fn.save_compiled_function(path)
+    torch.save(out, path + ".pt")
+
+
+def save_and_report(job: dict[str, Any]) -> Any:
+    """Saves ``job["path"]``, or fills ``job["cache_dir"]`` through graphdispatch.warm_start
+    (returning its report)."""
+    import graphdispatch
+
+    if "cache_dir" not in job:
+        return save(job["path"], job["options"])
+    model, x = build()
+    return graphdispatch.warm_start(
+        model, [(x,)], cache_dir=job["cache_dir"], options=job["options"]
+    ).report
+
+
 def load_and_call(job: dict[str, Any]) -> dict[str, Any]:
     import graphdispatch
 
@@ -100,7 +139,8 @@ def load_and_call(job: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    with open(sys.argv[1]) as f:
+    step = save_and_report if sys.argv[1] == "save" else load_and_call
+    with open(sys.argv[2]) as f:
         jobs = json.load(f)
     for job in jobs:
-        print(json.dumps(load_and_call(job)), flush=True)
+        print(json.dumps(step(job)), flush=True)
