@@ -18,7 +18,16 @@ from . import config
 if TYPE_CHECKING:
     from ._backend import Backend
 
-__all__ = ["Backend", "check_options", "config", "explain", "reset", "stats", "warmup"]
+__all__ = [
+    "Backend",
+    "check_options",
+    "config",
+    "explain",
+    "reset",
+    "stats",
+    "warm_start",
+    "warmup",
+]
 __version__ = "0.1.0"
 
 
@@ -59,6 +68,29 @@ def warmup(
     from .serving import warmup as _warmup
 
     return _warmup(compiled, inputs, progress=progress, grad=grad)
+
+
+def warm_start(
+    model: Any,
+    inputs: Any,
+    *,
+    cache_dir: Any,
+    options: Any = None,
+    progress: bool = True,
+    grad: bool = False,
+) -> Any:
+    """Loads from ``cache_dir`` a saved compiled function of ``model`` per input set in
+    ``inputs`` (as ``warmup`` takes them), compiles and saves those it lacks, calls each once;
+    returns a callable served like the model (``.report``: loaded or compiled per input set,
+    ``.stats``: the warm-up's ``stats()`` delta). Keyed by the torch and graphdispatch
+    versions, the model's code, config and tensors' shapes, the options, grad mode and the
+    input signature; a file that cannot be used is compiled afresh with a warning saying why
+    (docs/usage.md, "Warm start")."""
+    from ._warm_cache import warm_start as _warm_start
+
+    return _warm_start(
+        model, inputs, cache_dir=cache_dir, options=options, progress=progress, grad=grad
+    )
 
 
 def stats() -> dict[str, Any]:

@@ -205,7 +205,15 @@ def _inductor(
     SETUP_INDUCTOR()
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, list(example_inputs), config_patches={"triton.cudagraphs": cudagraphs})
+    from ._warm_start import inductor_output
+
+    warm = inductor_output(gm)  # saved or loaded by a warm start (Note [Warm start])
+
+    def fresh() -> tuple[Callable, list]:
+        patches = {"triton.cudagraphs": cudagraphs}
+        return compile_fx(gm, list(example_inputs), config_patches=patches), []
+
+    return (fresh() if warm is None else warm.compiled(fresh))[0]
 
 
 def _refused(fn: Callable, reason: str) -> Callable:
@@ -254,6 +262,7 @@ class CompiledGraph:
     refusal_node: torch.fx.Node | None = None
     is_static: list[bool] = dataclasses.field(default_factory=list)
     written: list[int] = dataclasses.field(default_factory=list)
+    effects: Any = None
 
 
 def _capture_fx(
@@ -409,6 +418,7 @@ def build_runner(record: CompiledGraph, kind: str, options: dict[str, Any]) -> C
         _capture_at_compile(runner, flattened[1])
     call = numbers.outside(call)
     record.runner, record.is_static, record.written = runner, roles.is_static, roles.written
+    record.effects = roles.effects
     if unflatten is None:
         return call
     return lambda *args: unflatten(call(*args))
@@ -448,6 +458,11 @@ class Backend:
                 kwargs.get("mode"), {**self.options, **config.normalize(kwargs.get("options"))}
             )(gm, example_inputs)
         options = config.resolve(self.options)
+        saved = None
+        if getattr(gm, "_backend_id", None) is not None:  # aot_compile's (Note [Warm start])
+            from . import _warm_start
+
+            saved = _warm_start.Snapshot(gm, example_inputs, self.options)
         run_graph_passes(gm, options["graph_passes"])
         route, kind, reason = choose_route(options, example_inputs)
         ROUTES[route].setup()
@@ -479,6 +494,8 @@ class Backend:
             install_for_caller()
         if self.on_graph is not None:
             self.on_graph(record)
+        if saved is not None:
+            compiled = _warm_start.WarmStartFunction(compiled, saved.finish(record), loaded=False)
         return compiled
 
     def reset(self) -> None:

@@ -82,22 +82,31 @@ def compile_with_cpp_wrapper(
     from torch._functorch import config as functorch_config
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
-    compiled: list[Any] = []
+    from ._warm_start import inductor_output
 
-    def inner_compile(*args: Any, **kwargs: Any) -> Any:
-        out = compile_fx_inner(*args, **kwargs)
-        compiled.append(out)
-        return out
+    warm = inductor_output(gm)
 
-    # A hit in aot_autograd's cache skips inner_compile, and with it the record; Inductor's own
-    # cache below it still spares the C++ compile.
-    with functorch_config.patch(enable_autograd_cache=False):
-        fn = compile_fx(
-            gm,
-            list(example_inputs),
-            inner_compile=inner_compile,
-            config_patches={"triton.cudagraphs": False, "cpp_wrapper": True},
-        )
+    def fresh() -> tuple[Callable, list]:
+        compiled: list[Any] = []
+
+        def inner_compile(*args: Any, **kwargs: Any) -> Any:
+            out = compile_fx_inner(*args, **kwargs)
+            compiled.append(out)
+            return out
+
+        # A hit in aot_autograd's cache skips inner_compile, and with it the record; Inductor's
+        # own cache below it still spares the C++ compile. Saving needs that cache's bundled
+        # entry, and aot_compile's compile looks nothing up (bypass_autograd_cache_key).
+        with functorch_config.patch(enable_autograd_cache=warm is not None):
+            fn = compile_fx(
+                gm,
+                list(example_inputs),
+                inner_compile=inner_compile,
+                config_patches={"triton.cudagraphs": False, "cpp_wrapper": True},
+            )
+        return fn, compiled
+
+    fn, compiled = fresh() if warm is None else warm.compiled(fresh)
     return fn, EntryCalls(compiled)
 
 

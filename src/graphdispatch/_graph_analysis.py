@@ -211,15 +211,22 @@ def _fake_mode_of(value: Any) -> Any:
     return None
 
 
+# gm.meta key of the Effects a warm start saved with the graph (Note [Warm start]).
+SAVED_EFFECTS = "graphdispatch_saved_effects"
+
+
 def graph_effects(gm: torch.fx.GraphModule) -> Effects:
     """The ``Effects`` of ``gm``, read from the ops a run on fake copies dispatches.
 
     Writes come from the schemas (``Tensor(a!)``), not from version counters, which some
-    in-place kernels (batch_norm's running stats) never bump.
+    in-place kernels (batch_norm's running stats) never bump. A graph a warm start loaded
+    carries the Effects decided when it was saved instead (it has no fake tensors to run).
     """
     from torch.utils import _pytree as pytree
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    if SAVED_EFFECTS in gm.meta:  # decided when the graph was saved (Note [Warm start])
+        return gm.meta[SAVED_EFFECTS]
     fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
     # The mode Dynamo traced with (the tracing context may already hold another one); a tensor
     # subclass's inner tensors carry it where no input is a plain fake tensor (case C90).
