@@ -90,6 +90,28 @@ def test_forward_mode_ad_falls_back_with_eager_tangents():
     assert graphdispatch.stats()["replays"] == replays + 1
 
 
+def test_checkpoint_around_the_first_call_gets_eager_gradients():
+    """torch.utils.checkpoint (non-reentrant) counts the tensors autograd saves in the forward
+    and again in the recomputation. The compile inside the first call runs the graph on fake
+    tensors to learn its writes; with autograd on there, the checkpoint's hooks saw those too
+    and raised CheckpointError (found attacking the fast path)."""
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 8))
+    c = compiled(model)
+    x = torch.randn(2, 8, requires_grad=True)
+    checkpoint(c, x, use_reentrant=False).sum().backward()
+    got = [x.grad.clone(), *(p.grad.clone() for p in model.parameters())]
+    x.grad = None
+    model.zero_grad()
+    checkpoint(model, x, use_reentrant=False).sum().backward()
+    expected = [x.grad, *(p.grad for p in model.parameters())]
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
+    assert graphdispatch.stats()["fallbacks"].get("requires_grad", 0) >= 1
+
+
 def test_autocast_keys_separate_entries():
     w = torch.randn(8, 8)
     r = runner(lambda x: (x @ w,), [False])

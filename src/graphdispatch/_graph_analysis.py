@@ -263,8 +263,10 @@ def graph_effects(gm: torch.fx.GraphModule) -> Effects:
                     )
             return func(*args, **kwargs)
 
+    # Without autograd: no history is built on the fakes, so saved-tensor hooks around the
+    # compile (torch.utils.checkpoint's) see none of them (found attacking the fast path).
     try:
-        with mode:
+        with mode, torch.no_grad():
             copies = [f.clone() if isinstance(f, torch.Tensor) else f for f in fakes]
             with RecordEffects():
                 gm.forward(*copies)
