@@ -213,16 +213,16 @@ class FastPath:
         self.module = module
         self.slow = slow
         self.forward = type(module).forward
+        # The binder and the transformed functions hold these: new ones are another frame.
         self.forward_code = self.forward.__code__
         self.forward_defaults = (self.forward.__defaults__, self.forward.__kwdefaults__)
         # The frame Dynamo compiled: forward's, or (Note [Fast path]) the wrapper Dynamo puts
-        # around a torch.nn module's __call__, whose frame takes no module argument.
+        # around a torch.nn module's __call__, whose frame takes no module argument; that
+        # wrapper is Dynamo's own, held only by ``slow``, so forward's checks cover both.
         inline = _inline_frame(slow)
         self.func = inline if inline is not None else self.forward
         self.self_arg = () if inline is not None else (module,)
         self.code = self.func.__code__
-        # The binder and the transformed functions hold these: new ones are another frame.
-        self.defaults = (self.func.__defaults__, self.func.__kwdefaults__)
         self.bind = _binder(self.func)
         # Armed at the first call: nothing equals None, and Dynamo's entries are only made
         # once this compile returns.
@@ -268,9 +268,6 @@ class FastPath:
             and forward.__code__ is self.forward_code
             and forward.__defaults__ is self.forward_defaults[0]
             and forward.__kwdefaults__ is self.forward_defaults[1]
-            and self.func.__code__ is self.code
-            and self.func.__defaults__ is self.defaults[0]
-            and self.func.__kwdefaults__ is self.defaults[1]
             # nn.Module's _wrapped_call_impl reads self._call_impl, so the instance's own
             # stands between the call and forward as much as the class's does.
             and "forward" not in self.module.__dict__
