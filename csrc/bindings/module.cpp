@@ -3,6 +3,7 @@
 #include "bindings/cpp_wrapper_graph.h"
 #include "bindings/py_device_graph.h"
 #include "bindings/py_values.h"
+#include "bindings/sealed_guards.h"
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/Exceptions.h>
@@ -40,4 +41,5 @@ PYBIND11_MODULE(_C, m) {
   b::init_cpp_wrapper_graphs(m);
   b::init_runner(m, testing);
   b::init_stats(m, testing);
+  b::init_sealed_guards(m);
 }

@@ -24,8 +24,10 @@ module compiled whole (its ``forward`` in Dynamo's skipped files), the wrapper o
    skip so that the check is reached), or Dynamo's cache entries for ``forward`` are not the
    ones armed (a recompile, an entry invalidated, ``torch._dynamo.reset()``);
 2. binds the arguments to ``forward``'s parameters, as the frame's locals Dynamo's guards read;
-3. runs each cache entry's guard manager in Dynamo's order; the first that passes has its
-   transformed bytecode called as a function, in the module's globals and closure;
+3. runs each cache entry's guard check in Dynamo's order (the module's and globals' part of
+   the tree sealed after it passed, Note [Sealed guards] in _sealed_guards.py); the first
+   that passes has its transformed bytecode called as a function, in the module's globals
+   and closure;
 4. no entry passes: the call goes through Dynamo (recompile, or its cached code), counted.
 
 So every change Dynamo's guards catch (a parameter, buffer or submodule replaced, an
@@ -37,8 +39,8 @@ only Dynamo's callback compiles the resume function: Dynamo stays for that modul
 ``explain()`` says so. Dynamo's per-code skip mark (set when a later call's trace is empty
 or holds no tensor; from then on Dynamo runs the frame eagerly) has no Python reader: the fast
 path keeps running the entries it armed, whose guards and code stay valid. The cost left per
-call is the binding, the guard check and the bytecode's input gathering (bench/call_cost.py,
-"fast path").
+call is the binding, the residual guard check and the bytecode's input gathering
+(bench/fast_path.py).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ from typing import Any
 
 import torch
 import torch.nn.modules.module as _module
+
+from ._sealed_guards import SealedCheck
 
 # Why a call went through Dynamo instead of the fast path (stats()["fast_path"]).
 NOT_ARMED = "not_armed"  # no cache entry yet, or a graph break (explain() says which)
@@ -76,26 +80,34 @@ _MODULE_CALL = (
 
 _COUNTS_LOCK = threading.Lock()
 _CALLS = 0
+_WHOLE_CHECKS = 0
 _THROUGH_DYNAMO: dict[str, int] = {}
 
 
 def counts() -> dict[str, Any]:
-    """``{"calls": fast-path calls, "through_dynamo": {reason: calls}}`` since the last reset."""
+    """``{"calls": fast-path calls, "whole_checks": those that ran Dynamo's whole guard tree
+    (no seal held, or a record changed), "through_dynamo": {reason: calls}}`` since the last
+    reset."""
     with _COUNTS_LOCK:
-        return {"calls": _CALLS, "through_dynamo": dict(_THROUGH_DYNAMO)}
+        return {
+            "calls": _CALLS,
+            "whole_checks": _WHOLE_CHECKS,
+            "through_dynamo": dict(_THROUGH_DYNAMO),
+        }
 
 
 def reset_counts() -> None:
-    global _CALLS
+    global _CALLS, _WHOLE_CHECKS
     with _COUNTS_LOCK:
-        _CALLS = 0
+        _CALLS = _WHOLE_CHECKS = 0
         _THROUGH_DYNAMO.clear()
 
 
-def _count_fast() -> None:
-    global _CALLS
+def _count_fast(whole_check: bool) -> None:
+    global _CALLS, _WHOLE_CHECKS
     with _COUNTS_LOCK:
         _CALLS += 1
+        _WHOLE_CHECKS += whole_check
 
 
 def _count_slow(reason: str) -> None:
@@ -194,9 +206,9 @@ class FastPath:
     ``slow``: the Dynamo-wrapped callable it replaces, called for every call the fast path does
     not take. ``module``: the module whose ``forward`` Dynamo compiled. ``backend``: the one
     Dynamo stores on the cache entries this compile makes. ``armed``: the cache entries it was
-    armed from and their codes (Dynamo sets an invalidated entry's code to None), one (guard
-    check, transformed forward) pair per entry of ours, and why it is not armed ("" when it
-    is), replaced whole so that threads read one consistent tuple.
+    armed from and their codes (Dynamo sets an invalidated entry's code to None), one
+    (``SealedCheck``, transformed forward) pair per entry of ours, and why it is not armed
+    ("" when it is), replaced whole so that threads read one consistent tuple.
     """
 
     def __init__(self, module: torch.nn.Module, slow: Callable, backend: Any) -> None:
@@ -248,7 +260,7 @@ class FastPath:
                 code, func.__globals__, func.__name__, func.__defaults__, func.__closure__
             )
             fn.__kwdefaults__ = func.__kwdefaults__
-            fast.append((entry.guard_manager.check, fn))
+            fast.append((SealedCheck(entry.guard_manager.root, func, self.self_arg), fn))
         if fast:
             return entries, codes, fast, ""
         others = " (its entries there are other compiles')" if entries else ""
@@ -310,7 +322,7 @@ class FastPath:
             frame_locals = self.bind(*self.self_arg, *args, **kwargs)
             for check, fn in fast:
                 if check(frame_locals):
-                    _count_fast()
+                    _count_fast(check.whole)
                     return fn(*self.self_arg, *args, **kwargs)
             _count_slow(GUARDS)
         else:

@@ -1,0 +1,432 @@
+"""Dynamo's guard check split into a sealed part, checked as a flat list of records, and the
+residual tree.
+
+Note [Sealed guards]
+A cache entry's guard check walks Dynamo's guard tree from the frame's locals on every call.
+On the tiny Flux transformer that is 273 managers: about 40 µs warm, and 150-340 µs right
+after a replay, which evicts the Python objects the walk chases pointers through (case C79,
+bench/fast_path.py). Most of the tree reads what a serving loop does not change between calls:
+the module (``L['self']``: its ``__dict__``, submodules, parameters, attributes) and the
+function's globals (imported modules, helper functions, builtins).
+
+So, right after the whole tree passed, ``take`` seals the subtrees whose root value is fixed
+for the fast path (the module bound as ``self``, a closure cell's contents, the function's
+globals): it walks them with their live values and records, in a ``_C.SealedGuards``, every
+piece of state their accessors and leaf guards read: each dict's version tag (PEP 509: any
+insertion, deletion or assignment changes it), each object's type and instance dict, each type's
+attribute-cache tag (reset by any change to the type or a base), functions' code, defaults and
+closure, closure cells, and tensors' metadata (what TENSOR_MATCH compares, with the thread's
+dispatch key set). A later call checks those records (flat loads in C++, no dict lookups) and
+the residual tree: Dynamo's tree with the sealed subtrees cut off (``clone_manager``), which
+keeps the arguments, the root's guards (global state, the torch-function mode stack, the
+default device, lambda guards) and whatever could not be sealed. While every record holds,
+every manager of a sealed subtree reaches the object it reached when the tree passed, and
+every leaf guard there gives the verdict it gave then; so records and residual together give
+the whole tree's verdict. When a record changed, the whole tree runs, as Dynamo's check
+would, and the seal is taken again if it passes.
+
+A subtree is sealed only when every accessor in it is one the walk interprets (a dict's item;
+an attribute through the generic lookup, found in the instance dict, as a plain class
+attribute or through ``nn.Module.__getattr__``; an instance dict; a type, its dict or MRO; a
+function's code, defaults, keyword defaults or closure; a tuple's item), and every leaf guard's
+verdict follows from its value's identity and the records (ID/None/True/False matches, type
+match, equality or length of an immutable value, dict membership, length or version, a missing
+attribute, tensor match, dynamic-dimension markings). Anything else (a property or other data
+descriptor, a list or set, a lambda or relational guard, a dict manager reading items by
+position) stays in the residual tree, with the path to it.
+
+A forward that changes what the records hold on every call (a counter kept in a dict the
+guards read) breaks the seal every call; after ``MAX_BROKEN`` broken seals an entry keeps
+Dynamo's whole check.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import re
+import types
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from graphdispatch import _C
+
+MAX_BROKEN = 8
+
+# Leaf guards whose verdict follows from the identity of the value they check.
+_IDENTITY_GUARDS = frozenset({"ID_MATCH", "NONE_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NOT_NONE"})
+_DICT_GUARDS = frozenset({"DICT_CONTAINS", "DICT_LENGTH", "DICT_VERSION"})
+# Leaf guards reading a value's attributes (NO_HASATTR: one missing; the dynamic-dimension
+# marking: a tensor's _dynamo_* attributes), whatever their names.
+_ATTRIBUTE_GUARDS = frozenset({"NO_HASATTR", "DIMENSION_DYNAMIC_MARKING_GUARD"})
+_IMMUTABLE_TYPES = (
+    int,
+    float,
+    complex,
+    bool,
+    str,
+    bytes,
+    type(None),
+    type(Ellipsis),
+    range,
+    torch.dtype,
+    torch.device,
+)
+_FUNCTION_FIELDS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__"})
+_FRAME_LOCAL_KEY = re.compile(r"key='([^']*)'")
+
+
+class _Refused(Exception):
+    """The walk cannot tell what this accessor or guard reads."""
+
+
+class Seal:
+    """The records of the sealed subtrees and the residual tree's check."""
+
+    __slots__ = ("records", "residual", "sealed")
+
+    def __init__(self, records: Any, residual: Callable[[dict], bool], sealed: int) -> None:
+        self.records = records
+        self.residual = residual
+        self.sealed = sealed  # managers cut off from the tree
+
+    def check(self, frame_locals: dict[str, Any]) -> bool | None:
+        """The whole tree's verdict, or None when a record changed (the whole tree must run)."""
+        if not self.records.unchanged():
+            return None
+        return self.residual(frame_locals)
+
+
+def take(root: Any, func: types.FunctionType, self_arg: tuple) -> Seal | None:
+    """Seals ``root``'s subtrees whose root value the fast path fixes (Note [Sealed guards]).
+    Call right after ``root.check`` passed, with nothing run in between. ``func``: the function
+    whose frame Dynamo compiled; ``self_arg``: ``(module,)`` when its first argument is always
+    that module, else ``()``. None when nothing could be sealed or this Python has no dict
+    version tags."""
+    if not _C.SealedGuards.supported():
+        return None
+    walk = _Walk()
+    code = func.__code__
+    for accessor, child in zip(root.get_accessors(), root.get_child_managers()):
+        kind = type(accessor).__name__
+        if kind == "GlobalsGuardAccessor":
+            value = func.__globals__
+        elif kind == "FrameLocalsGuardAccessor":
+            match = _FRAME_LOCAL_KEY.search(accessor.repr())
+            key = match.group(1) if match else None
+            if self_arg and code.co_argcount and key == code.co_varnames[0]:
+                value = self_arg[0]
+            elif key in code.co_freevars:
+                cell = func.__closure__[code.co_freevars.index(key)]
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    continue
+                walk.records.add_cell(cell)
+            else:
+                continue  # an argument: new every call
+        else:
+            continue
+        if walk.manager(child, value):
+            walk.sealed.add(child.get_source())
+    sealed = walk.sealed - walk.repeated
+    if not sealed:
+        return None
+    residual = root.clone_manager(lambda manager: manager.get_source() not in sealed)
+    return Seal(walk.records, residual.check, len(sealed))
+
+
+def _immutable(value: Any) -> bool:
+    if type(value) in _IMMUTABLE_TYPES:
+        return True
+    if type(value) in (tuple, torch.Size, frozenset):
+        return all(_immutable(item) for item in value)
+    return False
+
+
+def _plain_dict(value: Any) -> bool:
+    """A dict whose item reads, membership and length are dict's own (a plain dict, an
+    OrderedDict, or a subclass not overriding them)."""
+    if not isinstance(value, dict):
+        return False
+    cls = type(value)
+    return all(
+        getattr(cls, name) in (getattr(dict, name), getattr(OrderedDict, name))
+        for name in ("__getitem__", "__contains__", "__len__")
+    )
+
+
+def _lookup(cls: type, name: str) -> tuple[bool, Any]:
+    """``name`` in ``cls``'s MRO without running descriptors, as the attribute lookup finds it."""
+    for klass in cls.__mro__:
+        found = vars(klass)
+        if name in found:
+            return True, found[name]
+    return False, None
+
+
+def _data_descriptor(value: Any) -> bool:
+    cls = type(value)
+    return hasattr(cls, "__set__") or hasattr(cls, "__delete__")
+
+
+def _instance_dict(value: Any) -> dict | None:
+    try:
+        found = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return None
+    return found if type(found) is dict else None
+
+
+class _Walk:
+    """One walk over a guard tree's sealable subtrees: the records it took, the sources of the
+    managers it sealed, and sources met more than once (never cut: a source must name one
+    manager)."""
+
+    def __init__(self) -> None:
+        self.records = _C.SealedGuards()
+        self.sealed: set[str] = set()
+        self.sources: set[str] = set()
+        self.repeated: set[str] = set()
+
+    def manager(self, manager: Any, value: Any) -> bool:
+        """Records what ``manager``'s subtree reads below ``value`` (the object the manager
+        checks); True when the whole subtree is sealable. Sealable children of a subtree that
+        is not are added to ``sealed``."""
+        source = manager.get_source()
+        if source in self.sources:
+            self.repeated.add(source)
+        self.sources.add(source)
+        kind = type(manager).__name__
+        children = [
+            (child, lambda accessor=accessor: self.access(accessor, value))
+            for accessor, child in zip(manager.get_accessors(), manager.get_child_managers())
+        ]
+        if kind == "DictGuardManager":
+            # It reads the dict's items by position: the order and the items are the dict's
+            # contents, which its version tag covers, for a dict whose order nothing else
+            # changes (OrderedDict.move_to_end does not change the tag).
+            if type(value) is not dict:
+                return False
+            self.records.add_dict(value)
+            items = list(value.items())
+            for index, pair in manager.get_key_value_managers().items():
+                for child, item in zip(pair, items[index]):
+                    if child is not None:
+                        children.append((child, lambda item=item: item))
+        elif kind != "GuardManager":
+            return False
+        whole = all([self.leaf(type(guard).__name__, value) for guard in manager.get_leaf_guards()])
+        sealed_children = []
+        for child, reach in children:
+            try:
+                child_value = reach()
+            except _Refused:
+                whole = False
+                continue
+            if self.manager(child, child_value):
+                sealed_children.append(child.get_source())
+            else:
+                whole = False
+        if not whole:
+            self.sealed.update(sealed_children)
+        return whole
+
+    def leaf(self, kind: str, value: Any) -> bool:
+        records = self.records
+        if kind in _IDENTITY_GUARDS:
+            return True
+        if kind == "TYPE_MATCH":
+            records.add_type_of(value)
+            return True
+        if kind in ("EQUALS_MATCH", "LENGTH_CHECK") and _immutable(value):
+            return True
+        if kind in _DICT_GUARDS or kind == "LENGTH_CHECK":
+            if not _plain_dict(value):
+                return False
+            records.add_dict(value)
+            return True
+        if kind == "TENSOR_MATCH":
+            return isinstance(value, torch.Tensor) and records.add_tensor(value)
+        if kind in _ATTRIBUTE_GUARDS:
+            try:
+                self.attributes(value)
+            except _Refused:
+                return False
+            return True
+        return False
+
+    def type_tag(self, cls: type) -> None:
+        if not self.records.add_type_tag(cls):
+            raise _Refused
+
+    def attributes(self, value: Any) -> dict | None:
+        """Records what decides every attribute lookup on ``value`` through the generic lookup
+        (its type's MRO, its instance dict, and nn.Module's ``__getattr__`` stores); returns
+        the instance dict."""
+        cls = type(value)
+        if cls.__getattribute__ is not object.__getattribute__:
+            raise _Refused
+        self.type_tag(cls)
+        self.records.add_dict_pointer(value)
+        instance = _instance_dict(value)
+        if instance is not None:
+            self.records.add_dict(instance)
+        has_hook, hook = _lookup(cls, "__getattr__")
+        if has_hook:
+            if hook is not torch.nn.Module.__getattr__ or instance is None:
+                raise _Refused
+            for store in ("_parameters", "_buffers", "_modules"):
+                found = instance.get(store)
+                if found is not None:
+                    if type(found) is not dict:
+                        raise _Refused
+                    self.records.add_dict(found)
+        return instance
+
+    def access(self, accessor: Any, value: Any) -> Any:
+        """The value the accessor reaches from ``value``, recording what decides it."""
+        kind = type(accessor).__name__
+        records = self.records
+        argument = accessor.repr()[len(kind) + 1 : -1]
+        if kind in (
+            "DictGetItemGuardAccessor",
+            "GetItemGuardAccessor",
+            "TupleGetItemGuardAccessor",
+        ):
+            try:
+                key = ast.literal_eval(argument)
+            except (ValueError, SyntaxError):
+                raise _Refused from None
+            if type(value) in (tuple, torch.Size) and type(key) is int:
+                return value[key]
+            if kind == "TupleGetItemGuardAccessor" or not _plain_dict(value) or key not in value:
+                raise _Refused
+            records.add_dict(value)
+            return dict.__getitem__(value, key)
+        if kind == "GetGenericDictGuardAccessor":
+            instance = _instance_dict(value)
+            if instance is None:
+                raise _Refused
+            records.add_dict_pointer(value)
+            return instance
+        if kind == "GetAttrGuardAccessor":
+            return self.attribute(value, argument)
+        if kind == "TypeGuardAccessor":
+            records.add_type_of(value)
+            return type(value)
+        if kind in ("TypeDictGuardAccessor", "TypeMROGuardAccessor"):
+            if not isinstance(value, type):
+                raise _Refused
+            self.type_tag(value)
+            if kind == "TypeMROGuardAccessor":
+                return value.__mro__
+            # The type's own dict, behind the mappingproxy its __dict__ shows.
+            referents = gc.get_referents(vars(value))
+            if len(referents) != 1 or type(referents[0]) is not dict:
+                raise _Refused
+            return referents[0]
+        fields = {
+            "CodeGuardAccessor": "__code__",
+            "FuncDefaultsGuardAccessor": "__defaults__",
+            "FuncKwDefaultsGuardAccessor": "__kwdefaults__",
+            "ClosureGuardAccessor": "__closure__",
+        }
+        if kind in fields and isinstance(value, types.FunctionType):
+            records.add_function(value)
+            return getattr(value, fields[kind])
+        raise _Refused
+
+    def attribute(self, value: Any, name: str) -> Any:
+        """``getattr(value, name)`` as the generic lookup finds it, recording what decides it."""
+        if isinstance(value, types.FunctionType) and name in _FUNCTION_FIELDS:
+            self.records.add_function(value)
+            return getattr(value, name)
+        cls = type(value)
+        if isinstance(value, type):
+            # A class attribute: the metatype's data descriptors first, then the class's MRO.
+            if cls.__getattribute__ is not type.__getattribute__:
+                raise _Refused
+            in_meta, meta = _lookup(cls, name)
+            found, attr = _lookup(value, name)
+            if (in_meta and _data_descriptor(meta)) or not found:
+                raise _Refused
+            if not (isinstance(attr, types.FunctionType) or not hasattr(type(attr), "__get__")):
+                raise _Refused
+            self.type_tag(cls)
+            self.type_tag(value)
+            return attr
+        if isinstance(value, types.ModuleType):
+            # A module's attribute is its dict's item (a module __getattr__ only serves
+            # missing names, which no guard reaches).
+            if cls.__getattribute__ is not types.ModuleType.__getattribute__:
+                raise _Refused
+            instance = _instance_dict(value)
+            in_type, _ = _lookup(cls, name)
+            if instance is None or name not in instance or in_type:
+                raise _Refused
+            self.type_tag(cls)
+            self.records.add_type_of(value)
+            self.records.add_dict_pointer(value)
+            self.records.add_dict(instance)
+            return instance[name]
+        found, attr = _lookup(cls, name)
+        if found and _data_descriptor(attr):
+            if name != "__dict__" or type(attr).__name__ != "getset_descriptor":
+                raise _Refused
+            instance = _instance_dict(value)
+            if instance is None or cls.__getattribute__ is not object.__getattribute__:
+                raise _Refused
+            self.type_tag(cls)
+            self.records.add_dict_pointer(value)
+            return instance
+        instance = self.attributes(value)
+        if instance is not None and name in instance:
+            return instance[name]
+        if found:
+            if hasattr(type(attr), "__get__"):
+                raise _Refused  # a method or other descriptor: a new object per lookup
+            return attr
+        if instance is not None and _lookup(cls, "__getattr__")[1] is torch.nn.Module.__getattr__:
+            for store in ("_parameters", "_buffers", "_modules"):
+                found_in = instance.get(store)
+                if found_in is not None and name in found_in:
+                    return found_in[name]
+        raise _Refused
+
+
+class SealedCheck:
+    """One cache entry's guard check on the fast path: called with the frame's locals, it
+    returns the verdict of Dynamo's whole tree ``root``, from the seal while one is held
+    (Note [Sealed guards]). ``whole``: whether the last call ran the whole tree. ``func`` and
+    ``self_arg`` as for ``take``."""
+
+    def __init__(self, root: Any, func: types.FunctionType, self_arg: tuple) -> None:
+        self.root = root
+        self.func = func
+        self.self_arg = self_arg
+        self.seal: Seal | None = None
+        self.sealing = True  # False once nothing could be sealed or the seal broke too often
+        self.broken = 0
+        self.whole = True
+
+    def __call__(self, frame_locals: dict[str, Any]) -> bool:
+        seal = self.seal
+        if seal is not None:
+            verdict = seal.check(frame_locals)
+            if verdict is not None:
+                self.whole = False
+                return verdict
+            self.seal = None
+            self.broken += 1
+            self.sealing = self.broken < MAX_BROKEN
+        self.whole = True
+        if not self.root.check(frame_locals):
+            return False
+        if self.sealing:
+            self.seal = take(self.root, self.func, self.self_arg)
+            self.sealing = self.seal is not None
+        return True

@@ -1,0 +1,182 @@
+"""Sealed guards (Note [Sealed guards] in _sealed_guards.py): on the fast path, the module's and
+the globals' part of Dynamo's guard tree is checked as records taken when the tree last
+passed. Every change a sealed guard reads must still give eager's values: each test takes the
+seal, changes one thing, and compares the next calls with eager on fresh inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import graphdispatch
+from graphdispatch._fast_path import fast_path_of
+
+SCALE = 2.0  # a global the forward reads
+
+
+def helper(y, k=1.0):
+    return y * k
+
+
+def other_helper(y, k=1.0):
+    return y - k
+
+
+def make_classes():
+    """Fresh classes per test: some tests change class attributes."""
+
+    class Inner(torch.nn.Module):
+        factor = 1.5  # a class attribute the trace reads
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+            self.cfg = {"shift": 0.5}
+            self.gain = 1.0
+
+        def forward(self, x):
+            return helper(self.lin(x) * self.gain * self.factor + self.cfg["shift"])
+
+    class Outer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([Inner(), Inner()])
+            self.register_buffer("b", torch.randn(8))
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x * SCALE + self.b
+
+    return Inner, Outer
+
+
+def seal_of(compiled):
+    fast = fast_path_of(compiled)
+    return fast._current()[2][0][0]
+
+
+def whole_checks() -> int:
+    return graphdispatch.stats()["fast_path"]["whole_checks"]
+
+
+def calls_match(compiled, model, n: int = 3) -> None:
+    for _ in range(n):
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(compiled(x), model(x), rtol=0, atol=0)
+
+
+def sealed_model():
+    torch.manual_seed(0)
+    inner, outer = make_classes()
+    model = outer().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        calls_match(compiled, model, 3)  # compiles, arms the fast path, takes the seal
+    assert seal_of(compiled).seal is not None
+    return inner, model, compiled
+
+
+def test_the_seal_holds_between_calls_that_change_nothing():
+    _, model, compiled = sealed_model()
+    before, calls = whole_checks(), graphdispatch.stats()["fast_path"]["calls"]
+    with torch.no_grad():
+        calls_match(compiled, model, 10)
+    assert whole_checks() == before
+    assert graphdispatch.stats()["fast_path"]["calls"] == calls + 10
+
+
+def _restore_global(value):
+    globals()["SCALE"] = value
+
+
+# Not here: a property added to a class, shadowing an instance attribute the trace read.
+# Dynamo's guards read the attribute from the instance dict and miss it, on its own path too
+# (backend="eager" returns the old value); the seal gives Dynamo's verdict, no other.
+CHANGES = {
+    "a submodule's attribute": lambda inner, m: setattr(m.blocks[1], "gain", 3.0),
+    "a class attribute": lambda inner, m: setattr(inner, "factor", 2.5),
+    "a dict item an attribute holds": lambda inner, m: m.blocks[0].cfg.__setitem__("shift", 1.0),
+    "a global": lambda inner, m: _restore_global(4.0),
+    "a called function's defaults": lambda inner, m: setattr(helper, "__defaults__", (2.0,)),
+    "a called function's code": lambda inner, m: setattr(helper, "__code__", other_helper.__code__),
+    "a submodule replaced in a ModuleList": lambda inner, m: m.blocks.__setitem__(0, inner()),
+    "a ModuleList grown": lambda inner, m: m.blocks.append(inner()),
+    "a parameter's requires_grad": lambda inner, m: m.blocks[0].lin.weight.requires_grad_(False),
+    "a parameter's data": lambda inner, m: setattr(
+        m.blocks[0].lin.weight, "data", torch.ones(8, 8)
+    ),
+    "a submodule's class": lambda inner, m: setattr(
+        m.blocks[0], "__class__", type("Sub", (inner,), {"forward": lambda s, x: x * 7})
+    ),
+    "a submodule's child replaced by another kind": lambda inner, m: setattr(
+        m.blocks[1], "lin", torch.nn.Identity()
+    ),
+    "train mode": lambda inner, m: m.blocks[0].train(),
+    "a buffer replaced": lambda inner, m: setattr(m, "b", torch.full((8,), 3.0)),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_change_the_sealed_guards_read_gives_eager_values(change):
+    inner, model, compiled = sealed_model()
+    code, defaults = helper.__code__, helper.__defaults__
+    try:
+        CHANGES[change](inner, model)
+        with torch.no_grad():
+            calls_match(compiled, model, 3)
+    finally:
+        helper.__code__, helper.__defaults__ = code, defaults
+        _restore_global(2.0)
+
+
+def test_a_closure_variable_changed_gives_eager_values():
+    k = 2.0
+
+    class Closure(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.lin(x) * k
+
+    def set_k(value):
+        nonlocal k
+        k = value
+
+    model = Closure().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        calls_match(compiled, model, 3)
+        set_k(5.0)
+        calls_match(compiled, model, 3)
+
+
+class Recording(torch.nn.Module):
+    """Stores its last output in a dict the trace reads: every call changes what the seal
+    records."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.last = {"out": None}
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.last["out"] = y
+        return y * 2
+
+
+def test_a_forward_that_breaks_the_seal_every_call_stops_sealing_and_stays_right():
+    torch.manual_seed(0)
+    model = Recording().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        for _ in range(20):
+            x = torch.randn(4, 8)
+            out = compiled(x)
+            torch.testing.assert_close(model.last["out"] * 2, out, rtol=0, atol=0)
+            torch.testing.assert_close(out, model(x), rtol=0, atol=0)
+    check = seal_of(compiled)
+    assert check.seal is None and not check.sealing
