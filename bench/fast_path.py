@@ -10,6 +10,9 @@ passes in one step, under ``torch.no_grad()``. Per graph route (``graph_only``: 
 - **fast path**: ``torch.compile(model, backend="graphdispatch")`` after warm-up, the default:
   the module's call runs Dynamo's guard check and its compiled code without Dynamo's frame
   handling (Note [Fast path] in src/graphdispatch/_fast_path.py);
+- **whole tree**: the fast path with its guard check kept on Dynamo's whole guard tree (the
+  seal of Note [Sealed guards] in src/graphdispatch/_sealed_guards.py turned off for this
+  compile's entries): what the seal saves;
 - **Dynamo**: the same with ``options={"fast_path": False}``: every call through Dynamo;
 - **recipe**: PyTorch's "Reducing Guard Overhead" recipe (2.14 docs) through Dynamo:
   ``install_free_tensors=True``, ``guard_filter_fn=skip_guard_on_all_nn_modules_unsafe`` and,
@@ -62,6 +65,7 @@ from cpu_graph import interleaved, sample
 from results_md import write_section
 
 import graphdispatch
+from graphdispatch._fast_path import fast_path_of
 
 SECTION = "## The fast path"
 REGIONAL_SECTION = "## The fast path under regional compilation"
@@ -104,11 +108,14 @@ def compiled(
 
 
 def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
+    # Nine compiles of one forward: Inductor's and four per route.
+    torch._dynamo.config.recompile_limit = 16
     torch._dynamo.reset()
     graphdispatch.reset()
     model, args, kwargs = MODELS[key][2]()
     columns: dict[str, Callable[[], Any]] = {}
     diffs: dict[str, float] = {}
+    wholes = []
     with torch.no_grad():
         expected = sample(model(*args, **kwargs))
         columns["eager"] = lambda: model(*args, **kwargs)
@@ -117,7 +124,8 @@ def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
         for route in ROUTES:
             fast, kept = compiled(model, route)
             slow, _ = compiled(model, route, fast_path=False)
-            for name, c in (("fast path", fast), ("Dynamo", slow)):
+            whole, _ = compiled(model, route)
+            for name, c in (("fast path", fast), ("whole tree", whole), ("Dynamo", slow)):
                 for _ in range(2):  # compile, then the first fast call
                     out = c(*args, **kwargs)
                 diffs[f"{route} {name}"] = (sample(out) - expected).abs().max().item()
@@ -138,8 +146,13 @@ def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
                     return c(*args, **kwargs)
 
             columns[f"{route} recipe"] = run_recipe
+            wholes.append(whole)
         for _ in range(2):
             inductor(*args, **kwargs)
+        # After every compile: a new cache entry for forward re-arms every fast path on it.
+        for whole in wholes:
+            for check, _ in fast_path_of(whole)._current()[2]:
+                check.seal, check.sealing = None, False
         before = graphdispatch.stats()
         times = interleaved(columns, repeats, calls)
         after = graphdispatch.stats()
@@ -152,6 +165,7 @@ def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
         "captures": after["captures"] - before["captures"],
         "fallbacks": stats_delta_fallbacks(before, after),
         "fast_calls": after["fast_path"]["calls"] - before["fast_path"]["calls"],
+        "whole_checks": after["fast_path"]["whole_checks"] - before["fast_path"]["whole_checks"],
     }
 
 
@@ -220,6 +234,7 @@ def regional(repeats: int, calls: int) -> tuple[str, list[str]]:
                 thread_us(runner.replay_graphs, calls) / n for _ in range(repeats)
             )
     fast = after["fast_path"]["calls"] - before["fast_path"]["calls"]
+    whole = after["fast_path"]["whole_checks"] - before["fast_path"]["whole_checks"]
     # Every block call of the fast-path forward, and the fast-path block columns.
     expected_fast = repeats * calls * (sum(counts.values()) + len(counts))
     lines = [
@@ -231,8 +246,8 @@ def regional(repeats: int, calls: int) -> tuple[str, list[str]]:
     lines += ["", "one block called alone, its first call's arguments:", ""]
     lines += [f"{name:38} {us:9.1f} µs/call" for name, us in block_times.items()]
     lines.append(
-        f"fast-path calls while timed: {fast} of {expected_fast} block calls, "
-        f"fallbacks {stats_delta_fallbacks(before, after) or 'none'}"
+        f"fast-path calls while timed: {fast} of {expected_fast} block calls ({whole} on the"
+        f" whole guard tree), fallbacks {stats_delta_fallbacks(before, after) or 'none'}"
     )
     saved = times["graph_only Dynamo"] - times["graph_only fast path"]
     verdicts = [
@@ -328,16 +343,18 @@ def report(key: str, r: dict[str, Any]) -> tuple[str, list[str]]:
         "max |out - eager|: " + ", ".join(f"{k} {v:.1e}" for k, v in r["diffs"].items()),
         f"graphdispatch while timed: {r['replays']} replays of {r['expected_replays']} calls, "
         f"{r['captures']} captures, fallbacks {r['fallbacks'] or 'none'}, "
-        f"{r['fast_calls']} fast-path calls",
+        f"{r['fast_calls']} fast-path calls, {r['whole_checks']} of them on the whole guard tree",
     ]
     label = MODELS[key][0]
     verdicts = []
     for route in ROUTES:
-        fast, slow, floor = (t[f"{route} {c}"] for c in ("fast path", "Dynamo", "floor"))
+        fast, whole, slow, floor = (
+            t[f"{route} {c}"] for c in ("fast path", "whole tree", "Dynamo", "floor")
+        )
         verdicts.append(
-            f"{label} `{route}`: fast path {fast / floor:.2f}x its floor (Dynamo's path "
-            f"{slow / floor:.2f}x, the recipe {t[f'{route} recipe'] / floor:.2f}x); "
-            f"{fast / slow:.2f}x Dynamo's path"
+            f"{label} `{route}`: fast path {fast / floor:.2f}x its floor (on the whole guard"
+            f" tree {whole / floor:.2f}x, Dynamo's path {slow / floor:.2f}x, the recipe"
+            f" {t[f'{route} recipe'] / floor:.2f}x); {fast / slow:.2f}x Dynamo's path"
         )
     verdicts.append(
         f"{label}: `graph_with_compile` on the fast path "

@@ -239,11 +239,15 @@ class FastPath:
         # Armed at the first call: nothing equals None, and Dynamo's entries are only made
         # once this compile returns.
         self.armed: tuple[Any, ...] = (None, None, [], "")
+        self.checks: dict[Any, SealedCheck] = {}  # per entry's guard manager
 
     def _arm(self, entries: list[Any]) -> tuple[Any, ...]:
         """The entries, their codes, one (guard check, function) pair per entry of ours, and
         why there is none ("" when there are)."""
         func, fast, codes = self.func, [], [e.code for e in entries]
+        # Dynamo moves the entry it runs to the front: the checks (and their seals) of entries
+        # still there are kept across arming.
+        kept, self.checks = self.checks, {}
         for entry in entries:
             if entry.code is None or entry.backend != self.backend:
                 continue  # invalidated, or another torch.compile's (Dynamo skips both)
@@ -260,7 +264,10 @@ class FastPath:
                 code, func.__globals__, func.__name__, func.__defaults__, func.__closure__
             )
             fn.__kwdefaults__ = func.__kwdefaults__
-            fast.append((SealedCheck(entry.guard_manager.root, func, self.self_arg), fn))
+            manager = entry.guard_manager
+            check = kept.get(manager) or SealedCheck(manager.root, func, self.self_arg)
+            self.checks[manager] = check
+            fast.append((check, fn))
         if fast:
             return entries, codes, fast, ""
         others = " (its entries there are other compiles')" if entries else ""

@@ -131,11 +131,13 @@ def take(root: Any, func: types.FunctionType, self_arg: tuple) -> Seal | None:
         else:
             continue
         if walk.manager(child, value):
-            walk.sealed.add(child.get_source())
-    sealed = walk.sealed - walk.repeated
-    if not sealed:
+            walk.sealed.append(child)
+    if not walk.sealed:
         return None
-    residual = root.clone_manager(lambda manager: manager.get_source() not in sealed)
+    # pybind11 hands the filter the wrappers the walk holds: identity names a manager (sources
+    # do not: a function's defaults manager has the function's source).
+    sealed = {id(manager) for manager in walk.sealed}
+    residual = root.clone_manager(lambda manager: id(manager) not in sealed)
     return Seal(walk.records, residual.check, len(sealed))
 
 
@@ -182,24 +184,17 @@ def _instance_dict(value: Any) -> dict | None:
 
 
 class _Walk:
-    """One walk over a guard tree's sealable subtrees: the records it took, the sources of the
-    managers it sealed, and sources met more than once (never cut: a source must name one
-    manager)."""
+    """One walk over a guard tree's sealable subtrees: the records it took and the managers
+    it sealed (roots of sealed subtrees)."""
 
     def __init__(self) -> None:
         self.records = _C.SealedGuards()
-        self.sealed: set[str] = set()
-        self.sources: set[str] = set()
-        self.repeated: set[str] = set()
+        self.sealed: list[Any] = []
 
     def manager(self, manager: Any, value: Any) -> bool:
         """Records what ``manager``'s subtree reads below ``value`` (the object the manager
         checks); True when the whole subtree is sealable. Sealable children of a subtree that
         is not are added to ``sealed``."""
-        source = manager.get_source()
-        if source in self.sources:
-            self.repeated.add(source)
-        self.sources.add(source)
         kind = type(manager).__name__
         children = [
             (child, lambda accessor=accessor: self.access(accessor, value))
@@ -228,11 +223,11 @@ class _Walk:
                 whole = False
                 continue
             if self.manager(child, child_value):
-                sealed_children.append(child.get_source())
+                sealed_children.append(child)
             else:
                 whole = False
         if not whole:
-            self.sealed.update(sealed_children)
+            self.sealed += sealed_children
         return whole
 
     def leaf(self, kind: str, value: Any) -> bool:
