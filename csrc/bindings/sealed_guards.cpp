@@ -36,8 +36,8 @@ const void* instance_dict(PyObject* obj) {
 }
 
 [[noreturn]] void wrong_kind(const char* record, const char* expected, py::handle given) {
-  throw py::type_error(std::string("SealedGuards.") + record + ": expected " + expected +
-                       ", got " + Py_TYPE(given.ptr())->tp_name);
+  throw py::type_error(std::string("SealedGuards.") + record + ": expected " + expected + ", got " +
+                       Py_TYPE(given.ptr())->tp_name);
 }
 
 PyTypeObject* parameter_type() {
@@ -144,7 +144,8 @@ bool SealedGuards::unchanged() const {
     if (Py_TYPE(obj) != r.type) return false;
     const at::Tensor& t = THPVariable_Unpack(obj);
     if (t.key_set().raw_repr() != r.keys || t.scalar_type() != r.dtype || t.device() != r.device ||
-        t.requires_grad() != r.requires_grad || t.unsafeGetTensorImpl()->has_symbolic_sizes_strides() ||
+        t.requires_grad() != r.requires_grad ||
+        t.unsafeGetTensorImpl()->has_symbolic_sizes_strides() ||
         t.sizes() != c10::IntArrayRef(r.sizes) || t.strides() != c10::IntArrayRef(r.strides)) {
       return false;
     }

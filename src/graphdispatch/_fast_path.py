@@ -55,7 +55,7 @@ from typing import Any
 import torch
 import torch.nn.modules.module as _module
 
-from ._sealed_guards import SealedCheck
+from ._sealed_guards import PASSED_ON_WHOLE_TREE, SealedCheck
 
 # Why a call went through Dynamo instead of the fast path (stats()["fast_path"]).
 NOT_ARMED = "not_armed"  # no cache entry yet, or a graph break (explain() says which)
@@ -328,8 +328,9 @@ class FastPath:
         if fast:
             frame_locals = self.bind(*self.self_arg, *args, **kwargs)
             for check, fn in fast:
-                if check(frame_locals):
-                    _count_fast(check.whole)
+                verdict = check(frame_locals)
+                if verdict:
+                    _count_fast(verdict == PASSED_ON_WHOLE_TREE)
                     return fn(*self.self_arg, *args, **kwargs)
             _count_slow(GUARDS)
         else:

@@ -393,11 +393,15 @@ class _Walk:
         raise _Refused
 
 
+# SealedCheck's verdicts: truthy when the entry's guards pass.
+FAILED, PASSED_ON_SEAL, PASSED_ON_WHOLE_TREE = 0, 1, 2
+
+
 class SealedCheck:
     """One cache entry's guard check on the fast path: called with the frame's locals, it
-    returns the verdict of Dynamo's whole tree ``root``, from the seal while one is held
-    (Note [Sealed guards]). ``whole``: whether the last call ran the whole tree. ``func`` and
-    ``self_arg`` as for ``take``."""
+    returns the verdict of Dynamo's whole tree ``root`` (``FAILED``, or ``PASSED_ON_SEAL`` when
+    the seal gave it, ``PASSED_ON_WHOLE_TREE`` when the whole tree ran), from the seal while
+    one is held (Note [Sealed guards]). ``func`` and ``self_arg`` as for ``take``."""
 
     def __init__(self, root: Any, func: types.FunctionType, self_arg: tuple) -> None:
         self.root = root
@@ -406,22 +410,19 @@ class SealedCheck:
         self.seal: Seal | None = None
         self.sealing = True  # False once nothing could be sealed or the seal broke too often
         self.broken = 0
-        self.whole = True
 
-    def __call__(self, frame_locals: dict[str, Any]) -> bool:
+    def __call__(self, frame_locals: dict[str, Any]) -> int:
         seal = self.seal
         if seal is not None:
             verdict = seal.check(frame_locals)
             if verdict is not None:
-                self.whole = False
-                return verdict
+                return PASSED_ON_SEAL if verdict else FAILED
             self.seal = None
             self.broken += 1
             self.sealing = self.broken < MAX_BROKEN
-        self.whole = True
         if not self.root.check(frame_locals):
-            return False
+            return FAILED
         if self.sealing:
             self.seal = take(self.root, self.func, self.self_arg)
             self.sealing = self.seal is not None
-        return True
+        return PASSED_ON_WHOLE_TREE
