@@ -5,6 +5,8 @@ seal, changes one thing, and compares the next calls with eager on fresh inputs.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 import torch
 
@@ -151,6 +153,41 @@ def test_a_closure_variable_changed_gives_eager_values():
         calls_match(compiled, model, 3)
         set_k(5.0)
         calls_match(compiled, model, 3)
+
+
+class Ordered(torch.nn.Module):
+    """Reads an OrderedDict's items and keys in order (a dict manager by position)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.steps = OrderedDict(a=1.0, b=2.0)
+
+    def forward(self, x):
+        y = self.lin(x)
+        for name, step in self.steps.items():
+            y = (y + step) * (2.0 if name == "a" else 3.0)
+        return y
+
+
+def test_an_ordered_dict_reordered_gives_what_dynamo_gives():
+    # move_to_end changes the order and neither the storage Dynamo's dict manager reads nor the
+    # version tag: Dynamo's own path keeps the old order's code (not eager's values), and the
+    # fast path must give exactly that, no other.
+    x = torch.randn(4, 8)
+    outs = []
+    for backend, options in (("eager", None), ("graphdispatch", {"graph_only": True})):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model = Ordered().eval()
+        compiled = torch.compile(model, backend=backend, options=options)
+        with torch.no_grad():
+            for _ in range(3):
+                compiled(x)
+            model.steps.move_to_end("a")
+            outs.append(compiled(x))
+    assert seal_of(compiled).seal is not None
+    torch.testing.assert_close(outs[1], outs[0], rtol=0, atol=0)
 
 
 class Recording(torch.nn.Module):

@@ -27,13 +27,16 @@ would, and the seal is taken again if it passes.
 
 A subtree is sealed only when every accessor in it is one the walk interprets (a dict's item;
 an attribute through the generic lookup, found in the instance dict, as a plain class
-attribute or through ``nn.Module.__getattr__``; an instance dict; a type, its dict or MRO; a
-function's code, defaults, keyword defaults or closure; a tuple's item), and every leaf guard's
+attribute or through ``nn.Module.__getattr__``; ``__class__``; a property's getter; an instance
+dict; a type, its dict or MRO; a function's code, defaults, keyword defaults or closure; a
+tuple's item; a dict's items by position), and every leaf guard's
 verdict follows from its value's identity and the records (ID/None/True/False matches, type
 match, equality or length of an immutable value, dict membership, length or version, a missing
 attribute, tensor match, dynamic-dimension markings). Anything else (a property or other data
-descriptor, a list or set, a lambda or relational guard, a dict manager reading items by
-position) stays in the residual tree, with the path to it.
+descriptor, a list or set, a lambda or relational guard) stays in the residual tree, with the
+path to it. A dict manager reads a dict's items by their position in its storage, which the
+version tag covers; for an OrderedDict (diffusers' FrozenDict configs) that is not the order
+``move_to_end`` changes, on Dynamo's own path as here.
 
 A forward that changes what the records hold on every call (a counter kept in a dict the
 guards read) breaks the seal every call; after ``MAX_BROKEN`` broken seals an entry keeps
@@ -76,6 +79,9 @@ _IMMUTABLE_TYPES = (
     torch.device,
 )
 _FUNCTION_FIELDS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__"})
+_OBJECT_CLASS = vars(object)["__class__"]
+# The attribute lookups that are PyObject_GenericGetAttr (dict's is exposed apart from object's).
+_GENERIC_GETATTRIBUTE = (object.__getattribute__, dict.__getattribute__)
 _FRAME_LOCAL_KEY = re.compile(r"key='([^']*)'")
 
 
@@ -138,7 +144,7 @@ def take(root: Any, func: types.FunctionType, self_arg: tuple) -> Seal | None:
     # do not: a function's defaults manager has the function's source).
     sealed = {id(manager) for manager in walk.sealed}
     residual = root.clone_manager(lambda manager: id(manager) not in sealed)
-    return Seal(walk.records, residual.check, len(sealed))
+    return Seal(walk.records.guards, residual.check, len(sealed))
 
 
 def _immutable(value: Any) -> bool:
@@ -183,12 +189,34 @@ def _instance_dict(value: Any) -> dict | None:
     return found if type(found) is dict else None
 
 
+class _Records:
+    """A ``_C.SealedGuards`` taking each object once per kind of record (the walk reaches a
+    module's dict once per attribute read): ``records.add_dict(d)`` and the like."""
+
+    def __init__(self) -> None:
+        self.guards = _C.SealedGuards()
+        self.taken: dict[tuple[str, int], Any] = {}
+        self.held: list[Any] = []  # ids stay unique while the walk runs
+
+    def __getattr__(self, kind: str) -> Callable[[Any], Any]:
+        add = getattr(self.guards, kind)
+
+        def once(obj: Any) -> Any:
+            key = (kind, id(obj))
+            if key not in self.taken:
+                self.held.append(obj)
+                self.taken[key] = add(obj)
+            return self.taken[key]
+
+        return once
+
+
 class _Walk:
     """One walk over a guard tree's sealable subtrees: the records it took and the managers
     it sealed (roots of sealed subtrees)."""
 
     def __init__(self) -> None:
-        self.records = _C.SealedGuards()
+        self.records: Any = _Records()
         self.sealed: list[Any] = []
 
     def manager(self, manager: Any, value: Any) -> bool:
@@ -201,13 +229,12 @@ class _Walk:
             for accessor, child in zip(manager.get_accessors(), manager.get_child_managers())
         ]
         if kind == "DictGuardManager":
-            # It reads the dict's items by position: the order and the items are the dict's
-            # contents, which its version tag covers, for a dict whose order nothing else
-            # changes (OrderedDict.move_to_end does not change the tag).
-            if type(value) is not dict:
+            # It reads the items by their position in the dict's storage, which the version
+            # tag covers (OrderedDict.move_to_end changes neither).
+            if not _plain_dict(value):
                 return False
             self.records.add_dict(value)
-            items = list(value.items())
+            items = list(dict.items(value))
             for index, pair in manager.get_key_value_managers().items():
                 for child, item in zip(pair, items[index]):
                     if child is not None:
@@ -263,7 +290,7 @@ class _Walk:
         (its type's MRO, its instance dict, and nn.Module's ``__getattr__`` stores); returns
         the instance dict."""
         cls = type(value)
-        if cls.__getattribute__ is not object.__getattribute__:
+        if cls.__getattribute__ not in _GENERIC_GETATTRIBUTE:
             raise _Refused
         self.type_tag(cls)
         self.records.add_dict_pointer(value)
@@ -340,7 +367,12 @@ class _Walk:
         if isinstance(value, types.FunctionType) and name in _FUNCTION_FIELDS:
             self.records.add_function(value)
             return getattr(value, name)
+        if type(value) is property and name in ("fget", "fset", "fdel"):
+            return getattr(value, name)  # read-only once the property is made
         cls = type(value)
+        if name == "__class__" and _lookup(cls, name)[1] is _OBJECT_CLASS:
+            self.records.add_type_of(value)
+            return cls
         if isinstance(value, type):
             # A class attribute: the metatype's data descriptors first, then the class's MRO.
             if cls.__getattribute__ is not type.__getattribute__:
@@ -373,7 +405,7 @@ class _Walk:
             if name != "__dict__" or type(attr).__name__ != "getset_descriptor":
                 raise _Refused
             instance = _instance_dict(value)
-            if instance is None or cls.__getattribute__ is not object.__getattribute__:
+            if instance is None or cls.__getattribute__ not in _GENERIC_GETATTRIBUTE:
                 raise _Refused
             self.type_tag(cls)
             self.records.add_dict_pointer(value)
