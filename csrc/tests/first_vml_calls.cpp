@@ -15,14 +15,15 @@ namespace {
 // elements). oneMKL 2024.2, the one torch 2.13's CPU wheels carry, picks each VML function's
 // kernel on that function's first call in the process; when several threads make that first call
 // at once, one of them can run a low-accuracy kernel over its whole chunk, though every call asks
-// for high accuracy (pytorch/pytorch#188792, seen on Sapphire Rapids Xeons, as this machine is).
+// for high accuracy (pytorch#188792, seen on Sapphire Rapids Xeons, this project's CI machine).
 // Every later call is right. ctest runs each test in a process of its own, so a test whose eager
 // oracle makes the process's first call of such an op on a large tensor can compare the graph's
-// right values with a wrong oracle: CpuGraphTest.IntermediatesShareMemoryByLifetime failed so once
-// ("output 0" is the output's index), since GCC evaluates expect_equal's second argument, the
-// oracle, first. A replay never makes a first call: warmup and capture run the same ops before it.
-// One call per op and dtype on a single element (far below the grain size: one thread) settles
-// every kernel before the first test.
+// right values with a wrong oracle: most likely why CpuGraphTest.IntermediatesShareMemoryByLifetime
+// failed once ("output 0" is the output's index): GCC evaluates expect_equal's second argument, the
+// oracle, first, so its at::sin on 16384 floats was the process's first. A replay never makes a
+// first call: warmup and capture run the same ops before it. One call per op and dtype on a single
+// element (far below the grain size: one thread) settles every kernel before the first test; the
+// pytest session does the same (tests/conftest.py).
 class FirstVmlCalls final : public ::testing::Environment {
  public:
   void SetUp() override {
