@@ -5,10 +5,14 @@ seal, changes one thing, and compares the next calls with eager on fresh inputs.
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 import torch
 
 import graphdispatch
+from graphdispatch import _sealed_guards
 from graphdispatch._fast_path import fast_path_of
 
 SCALE = 2.0  # a global the forward reads
@@ -180,3 +184,42 @@ def test_a_forward_that_breaks_the_seal_every_call_stops_sealing_and_stays_right
             torch.testing.assert_close(out, model(x), rtol=0, atol=0)
     check = seal_of(compiled)
     assert check.seal is None and not check.sealing
+
+
+def test_a_module_compiled_in_place_is_freed_once_dropped():
+    """module.compile() puts the fast path on the module itself, so the module holds its seal
+    and the seal's records hold the module: the collector must see those references, or the
+    cycle keeps every such model alive for the process's life."""
+    torch.manual_seed(0)
+    _, outer = make_classes()
+    model = outer().eval()
+    model.compile(backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        calls_match(model, model.forward, 3)  # forward: eager, without the compiled call
+    assert seal_of(model).seal is not None
+    dropped = weakref.ref(model)
+    del model
+    gc.collect()
+    assert dropped() is None
+
+
+def test_a_write_landing_between_the_tree_s_check_and_the_walk_is_not_sealed(monkeypatch):
+    """The seal is taken from the objects as they are right after the whole tree passed; a write
+    landing in between (another thread serving the module, a finalizer run by the walk's
+    allocations; simulated here at the walk's start) was never checked, so later calls must
+    not take it for checked."""
+    _, model, compiled = sealed_model()
+    take = _sealed_guards.take
+
+    def write_then_take(*args):
+        monkeypatch.setattr(_sealed_guards, "take", take)
+        model.blocks[1].gain = 3.0
+        return take(*args)
+
+    monkeypatch.setattr(_sealed_guards, "take", write_then_take)
+    # An equal value in a new object: the seal breaks, the whole tree passes and seals again.
+    model.blocks[0].gain = float("1.0")
+    with torch.no_grad():
+        compiled(torch.randn(4, 8))  # checked before the write: runs as Dynamo's call would
+        assert _sealed_guards.take is take
+        calls_match(compiled, model, 3)

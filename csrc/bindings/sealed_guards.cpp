@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <string>
+#include <type_traits>
 
 namespace graphdispatch::bindings {
 
@@ -36,8 +37,8 @@ const void* instance_dict(PyObject* obj) {
 }
 
 [[noreturn]] void wrong_kind(const char* record, const char* expected, py::handle given) {
-  throw py::type_error(std::string("SealedGuards.") + record + ": expected " + expected +
-                       ", got " + Py_TYPE(given.ptr())->tp_name);
+  throw py::type_error(std::string("SealedGuards.") + record + ": expected " + expected + ", got " +
+                       Py_TYPE(given.ptr())->tp_name);
 }
 
 PyTypeObject* parameter_type() {
@@ -113,6 +114,7 @@ bool SealedGuards::add_tensor(py::handle tensor) {
 }
 
 bool SealedGuards::unchanged() const {
+  if (cleared_) return false;
   const auto tls = c10::impl::tls_local_dispatch_key_set();
   if (tls.included_.raw_repr() != tls_included_ || tls.excluded_.raw_repr() != tls_excluded_) {
     return false;
@@ -144,7 +146,8 @@ bool SealedGuards::unchanged() const {
     if (Py_TYPE(obj) != r.type) return false;
     const at::Tensor& t = THPVariable_Unpack(obj);
     if (t.key_set().raw_repr() != r.keys || t.scalar_type() != r.dtype || t.device() != r.device ||
-        t.requires_grad() != r.requires_grad || t.unsafeGetTensorImpl()->has_symbolic_sizes_strides() ||
+        t.requires_grad() != r.requires_grad ||
+        t.unsafeGetTensorImpl()->has_symbolic_sizes_strides() ||
         t.sizes() != c10::IntArrayRef(r.sizes) || t.strides() != c10::IntArrayRef(r.strides)) {
       return false;
     }
@@ -157,8 +160,60 @@ std::size_t SealedGuards::size() const {
          functions_.size() + cells_.size() + tensors_.size();
 }
 
+int SealedGuards::traverse(visitproc visit, void* arg) const {
+  for (const Tag& d : dicts_) Py_VISIT(d.owner.ptr());
+  for (const Pointer& o : types_of_) Py_VISIT(o.owner.ptr());
+  for (const Tag& t : type_tags_) Py_VISIT(t.owner.ptr());
+  for (const Pointer& o : dict_pointers_) Py_VISIT(o.owner.ptr());
+  for (const Function& f : functions_) Py_VISIT(f.function.ptr());
+  for (const Pointer& c : cells_) Py_VISIT(c.owner.ptr());
+  for (const TensorRecord& r : tensors_) Py_VISIT(r.tensor.ptr());
+  return 0;
+}
+
+void SealedGuards::clear() {
+  cleared_ = true;
+  // Each vector is emptied before its references drop (the swapped-out temporary dies at the
+  // end of the statement): a dropped reference can run Python code that reads the records.
+  auto drop = [](auto& records) { std::remove_reference_t<decltype(records)>().swap(records); };
+  drop(dicts_);
+  drop(types_of_);
+  drop(type_tags_);
+  drop(dict_pointers_);
+  drop(functions_);
+  drop(cells_);
+  drop(tensors_);
+}
+
+namespace {
+
+SealedGuards* constructed(PyObject* self) {
+  // The collector can meet an instance whose __init__ has not run (no C++ object yet).
+  if (!py::detail::is_holder_constructed(self)) return nullptr;
+  return reinterpret_cast<py::detail::instance*>(self)
+      ->get_value_and_holder()
+      .value_ptr<SealedGuards>();
+}
+
+int traverse_records(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));  // a heap type's instances hold their type
+  SealedGuards* records = constructed(self);
+  return records == nullptr ? 0 : records->traverse(visit, arg);
+}
+
+int clear_records(PyObject* self) {
+  if (SealedGuards* records = constructed(self)) records->clear();
+  return 0;
+}
+
+}  // namespace
+
 void init_sealed_guards(py::module_& m) {
-  py::class_<SealedGuards>(m, "SealedGuards")
+  py::class_<SealedGuards>(m, "SealedGuards", py::custom_type_setup([](PyHeapTypeObject* heap) {
+                             heap->ht_type.tp_flags |= Py_TPFLAGS_HAVE_GC;
+                             heap->ht_type.tp_traverse = traverse_records;
+                             heap->ht_type.tp_clear = clear_records;
+                           }))
       .def(py::init<>())
       .def_static("supported", &SealedGuards::supported)
       .def("add_dict", &SealedGuards::add_dict, py::arg("dict"))

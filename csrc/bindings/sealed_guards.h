@@ -17,7 +17,8 @@ namespace py = pybind11;
 
 /// Append-only records, checked together by unchanged(). Each add_* reads the object's state
 /// now and keeps a strong reference to it. Raises TypeError when the object is not of the kind
-/// the record is for (named in the message).
+/// the record is for (named in the message). The references are shown to Python's cycle
+/// collector (traverse, clear): a module compiled in place holds its records, which hold it.
 class SealedGuards final {
  public:
   /// Whether this Python exposes what the records read: dict version tags (PEP 509) and type
@@ -46,6 +47,11 @@ class SealedGuards final {
   /// reads beside the tensor's own keys) is the one at construction.
   bool unchanged() const;
   std::size_t size() const;
+  /// Visits every object the records hold (the collector's tp_traverse).
+  int traverse(visitproc visit, void* arg) const;
+  /// Drops every record (the collector's tp_clear, breaking a cycle); unchanged() is false from
+  /// then on.
+  void clear();
 
  private:
   struct Pointer {  // an object and the pointer it held
@@ -83,6 +89,7 @@ class SealedGuards final {
   std::vector<TensorRecord> tensors_;
   std::uint64_t tls_included_;
   std::uint64_t tls_excluded_;
+  bool cleared_ = false;
 };
 
 /// Registers SealedGuards on `m`.
