@@ -203,17 +203,25 @@ def test_a_module_compiled_in_place_is_freed_once_dropped():
     assert dropped() is None
 
 
-def test_a_write_landing_between_the_tree_s_check_and_the_walk_is_not_sealed(monkeypatch):
+# Writes from another thread landing between the tree's check and the seal's walk.
+RACING_WRITES = {
+    "an attribute's value": lambda m: setattr(m.blocks[1], "gain", 3.0),
+    "a dict item's value": lambda m: m.blocks[1].cfg.__setitem__("shift", 2.0),
+}
+
+
+@pytest.mark.parametrize("write", list(RACING_WRITES))
+def test_a_write_landing_between_the_tree_s_check_and_the_walk_is_not_sealed(write, monkeypatch):
     """The seal is taken from the objects as they are right after the whole tree passed; a write
     landing in between (another thread serving the module, a finalizer run by the walk's
     allocations; simulated here at the walk's start) was never checked, so later calls must
-    not take it for checked."""
+    not take it for checked, and the walk must not fail on it."""
     _, model, compiled = sealed_model()
     take = _sealed_guards.take
 
     def write_then_take(*args):
         monkeypatch.setattr(_sealed_guards, "take", take)
-        model.blocks[1].gain = 3.0
+        RACING_WRITES[write](model)
         return take(*args)
 
     monkeypatch.setattr(_sealed_guards, "take", write_then_take)
