@@ -231,3 +231,42 @@ def test_a_write_landing_between_the_tree_s_check_and_the_walk_is_not_sealed(wri
         compiled(torch.randn(4, 8))  # checked before the write: runs as Dynamo's call would
         assert _sealed_guards.take is take
         calls_match(compiled, model, 3)
+
+
+class Marked(torch.nn.Module):
+    """A parameter marked dynamic before the compile (Dynamo guards its markings)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.p = torch.nn.Parameter(torch.randn(6, 8))
+        torch._dynamo.mark_dynamic(self.p, 0)
+
+    def forward(self, x):
+        return self.lin(x) * self.p.sum()
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_dimension_marking_added_in_place_recompiles_as_dynamo_does(fast_path):
+    """Dynamo's marking guard compares a tensor's ``_dynamo_dynamic_indices`` set with the one it
+    compiled with, and ``mark_dynamic`` adds to that set in place, where no record sees it:
+    after a parameter marked like the old one replaced it, marking another dimension
+    recompiles (here, where the dimension can be dynamic) on Dynamo's own path and the fast
+    path alike."""
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = Marked().eval()
+    compiled = torch.compile(
+        model, backend="graphdispatch", options={"graph_only": True, "fast_path": fast_path}
+    )
+    counters.clear()
+    with torch.no_grad():
+        calls_match(compiled, model, 3)
+        replacement = torch.nn.Parameter(torch.randn(6, 8))
+        torch._dynamo.mark_dynamic(replacement, 0)  # its own set, equal to the compiled one
+        model.p = replacement
+        calls_match(compiled, model, 2)  # the guards pass: sealed again, on the new parameter
+        torch._dynamo.mark_dynamic(replacement, 1)
+        calls_match(compiled, model, 2)
+    assert counters["stats"]["unique_graphs"] == 2

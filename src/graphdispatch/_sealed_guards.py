@@ -39,9 +39,10 @@ attribute or through ``nn.Module.__getattr__``; an instance dict; a type, its di
 function's code, defaults, keyword defaults or closure; a tuple's item), and every leaf guard's
 verdict follows from its value's identity and the records (ID/None/True/False matches, type
 match, equality or length of an immutable value, dict membership, length or version, a missing
-attribute, tensor match, dynamic-dimension markings). Anything else (a property or other data
-descriptor, a list or set, a lambda or relational guard, a dict manager reading items by
-position) stays in the residual tree, with the path to it.
+attribute, tensor match, the dynamic-dimension markings of a tensor that has none: a marking
+is a set the guard compares by content, and ``mark_dynamic`` adds to it in place). Anything
+else (a property or other data descriptor, a list or set, a lambda or relational guard, a dict
+manager reading items by position) stays in the residual tree, with the path to it.
 
 A forward that changes what the records hold on every call (a counter kept in a dict the
 guards read) breaks the seal every call; after ``MAX_BROKEN`` broken seals an entry keeps
@@ -261,10 +262,15 @@ class _Walk:
             return isinstance(value, torch.Tensor) and records.add_tensor(value)
         if kind in _ATTRIBUTE_GUARDS:
             try:
-                self.attributes(value)
+                instance = self.attributes(value)
             except _Refused:
                 return False
-            return True
+            # The marking guard compares the markings' contents (sets, which mark_dynamic adds
+            # to in place, unseen by any record) with the ones it holds: only their absence
+            # is sealed.
+            return kind != "DIMENSION_DYNAMIC_MARKING_GUARD" or not any(
+                name.startswith("_dynamo_") for name in instance or ()
+            )
         return False
 
     def type_tag(self, cls: type) -> None:
