@@ -5,6 +5,7 @@ seal, changes one thing, and compares the next calls with eager on fresh inputs.
 
 from __future__ import annotations
 
+import enum
 import gc
 import weakref
 
@@ -270,3 +271,38 @@ def test_a_dimension_marking_added_in_place_recompiles_as_dynamo_does(fast_path)
         torch._dynamo.mark_dynamic(replacement, 1)
         calls_match(compiled, model, 2)
     assert counters["stats"]["unique_graphs"] == 2
+
+
+class Kind(enum.Enum):
+    A = 1.5
+
+
+class OtherKind(enum.Enum):
+    """An enum of the same layout whose ``_value_`` is a property: an object's attribute lookup
+    starts at its type, which ``__class__`` assignment changes."""
+
+
+type.__setattr__(OtherKind, "_value_", property(lambda self: 4.0))
+
+
+class Kinded(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.kind = Kind.A  # Dynamo guards it by identity (no type match) and reads _value_
+
+    def forward(self, x):
+        return self.lin(x) * self.kind._value_
+
+
+def test_an_object_guarded_by_identity_whose_class_changes_gives_eager_values():
+    torch.manual_seed(0)
+    model = Kinded().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    try:
+        with torch.no_grad():
+            calls_match(compiled, model, 3)
+            Kind.A.__class__ = OtherKind
+            calls_match(compiled, model, 3)
+    finally:
+        Kind.A.__class__ = Kind

@@ -13,9 +13,10 @@ So, right after the whole tree passed, ``take`` seals the subtrees whose root va
 for the fast path (the module bound as ``self``, a closure cell's contents, the function's
 globals): it walks them with their live values and records, in a ``_C.SealedGuards``, every
 piece of state their accessors and leaf guards read: each dict's version tag (PEP 509: any
-insertion, deletion or assignment changes it), each object's type and instance dict, each type's
-attribute-cache tag (reset by any change to the type or a base), functions' code, defaults and
-closure, closure cells, and tensors' metadata (what TENSOR_MATCH compares, with the thread's
+insertion, deletion or assignment changes it), each object's type (where every attribute
+lookup starts, even on an object the tree holds by identity: ``__class__`` assignment changes
+no tag) and instance dict, each type's attribute-cache tag (reset by any change to the type
+or a base), functions' code, defaults and closure, closure cells, and tensors' metadata (what TENSOR_MATCH compares, with the thread's
 dispatch key set). A later call checks those records (flat loads in C++, no dict lookups) and
 the residual tree: Dynamo's tree with the sealed subtrees cut off (``clone_manager``), which
 keeps the arguments, the root's guards (global state, the torch-function mode stack, the
@@ -284,6 +285,9 @@ class _Walk:
         cls = type(value)
         if cls.__getattribute__ is not object.__getattribute__:
             raise _Refused
+        # The lookup starts at the type, which __class__ assignment changes (with no change to
+        # either type's tag), and the tree may hold the object by identity only.
+        self.records.add_type_of(value)
         self.type_tag(cls)
         self.records.add_dict_pointer(value)
         instance = _instance_dict(value)
@@ -370,6 +374,7 @@ class _Walk:
                 raise _Refused
             if not (isinstance(attr, types.FunctionType) or not hasattr(type(attr), "__get__")):
                 raise _Refused
+            self.records.add_type_of(value)
             self.type_tag(cls)
             self.type_tag(value)
             return attr
@@ -394,6 +399,7 @@ class _Walk:
             instance = _instance_dict(value)
             if instance is None or cls.__getattribute__ is not object.__getattribute__:
                 raise _Refused
+            self.records.add_type_of(value)
             self.type_tag(cls)
             self.records.add_dict_pointer(value)
             return instance
