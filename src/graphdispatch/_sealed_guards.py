@@ -16,10 +16,10 @@ piece of state their accessors and leaf guards read: each dict's version tag (PE
 insertion, deletion or assignment changes it), each object's type (where every attribute
 lookup starts, even on an object the tree holds by identity: ``__class__`` assignment changes
 no tag) and instance dict, each type's attribute-cache tag (reset by any change to the type
-or a base), functions' code, defaults and closure, closure cells, and tensors' metadata (what TENSOR_MATCH compares, with the thread's
-dispatch key set). A later call checks those records (flat loads in C++, no dict lookups) and
-the residual tree: Dynamo's tree with the sealed subtrees cut off (``clone_manager``), which
-keeps the arguments, the root's guards (global state, the torch-function mode stack, the
+or a base), functions' code, defaults and closure, closure cells, and tensors' metadata
+(what TENSOR_MATCH compares, with the thread's dispatch key set). A later call checks those
+records (flat loads in C++, no dict lookups) and the residual tree: Dynamo's tree with the
+sealed subtrees cut off (``clone_manager``), which keeps the arguments, the root's guards (global state, the torch-function mode stack, the
 default device, lambda guards) and whatever could not be sealed. While every record holds,
 every manager of a sealed subtree reaches the object it reached when the tree passed, and
 every leaf guard there gives the verdict it gave then; so records and residual together give
