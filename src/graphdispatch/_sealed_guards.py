@@ -9,22 +9,22 @@ bench/fast_path.py). Most of the tree reads what a serving loop does not change 
 the module (``L['self']``: its ``__dict__``, submodules, parameters, attributes) and the
 function's globals (imported modules, helper functions, builtins).
 
-So, right after the whole tree passed, ``take`` seals the subtrees whose root value is fixed
-for the fast path (the module bound as ``self``, a closure cell's contents, the function's
-globals): it walks them with their live values and records, in a ``_C.SealedGuards``, every
-piece of state their accessors and leaf guards read: each dict's version tag (PEP 509: any
-insertion, deletion or assignment changes it), each object's type (where every attribute
-lookup starts, even on an object the tree holds by identity: ``__class__`` assignment changes
-no tag) and instance dict, each type's attribute-cache tag (reset by any change to the type
-or a base), functions' code, defaults and closure, closure cells, and tensors' metadata
-(what TENSOR_MATCH compares, with the thread's dispatch key set). A later call checks those
-records (flat loads in C++, no dict lookups) and the residual tree: Dynamo's tree with the
-sealed subtrees cut off (``clone_manager``), which keeps the arguments, the root's guards (global state, the torch-function mode stack, the
-default device, lambda guards) and whatever could not be sealed. While every record holds,
-every manager of a sealed subtree reaches the object it reached when the tree passed, and
-every leaf guard there gives the verdict it gave then; so records and residual together give
-the whole tree's verdict. When a record changed, the whole tree runs, as Dynamo's check
-would, and the seal is taken again if it passes.
+So, right after the whole tree passed, ``take`` seals the subtrees whose root value is fixed for
+the fast path (the module bound as ``self``, a closure cell's contents, the function's globals):
+it walks them with their live values and records, in a ``_C.SealedGuards``, every piece of state
+their accessors and leaf guards read: each dict's version tag (PEP 509: any insertion, deletion
+or assignment changes it), each object's type (where every attribute lookup starts, even on an
+object the tree holds by identity: ``__class__`` assignment changes no tag) and instance dict,
+each type's attribute-cache tag (reset by any change to the type or a base), functions' code,
+defaults and closure, closure cells, and tensors' metadata (what TENSOR_MATCH compares, with the
+thread's dispatch key set). A later call checks those records (flat loads in C++, no dict
+lookups) and the residual tree: Dynamo's tree with the sealed subtrees cut off
+(``clone_manager``), which keeps the arguments, the root's guards (global state, the
+torch-function mode stack, the default device, lambda guards) and whatever could not be sealed.
+While every record holds, every manager of a sealed subtree reaches the object it reached when
+the tree passed, and every leaf guard there gives the verdict it gave then; so records and
+residual together give the whole tree's verdict. When a record changed, the whole tree runs, as
+Dynamo's check would, and the seal is taken again if it passes.
 
 The walk reads the objects when it runs, not when the tree ran: a write landing in between
 (another thread serving or changing the module, a finalizer run by the walk's own allocations)
