@@ -72,6 +72,18 @@ _DICT_GUARDS = frozenset({"DICT_CONTAINS", "DICT_LENGTH", "DICT_VERSION"})
 # Leaf guards reading a value's attributes (NO_HASATTR: one missing; the dynamic-dimension
 # marking: a tensor's _dynamo_* attributes), whatever their names.
 _ATTRIBUTE_GUARDS = frozenset({"NO_HASATTR", "DIMENSION_DYNAMIC_MARKING_GUARD"})
+# The tensor attributes Dynamo's dimension-marking guard reads (torch/_dynamo/guards.py).
+_MARKINGS = frozenset(
+    {
+        "_dynamo_dynamic_indices",
+        "_dynamo_weak_dynamic_indices",
+        "_dynamo_unbacked_indices",
+        "_dynamo_strict_unbacked_indices",
+        "_dynamo_static_indices",
+        "_dynamo_shape_ids",
+        "_dynamo_unbacked_bounds",
+    }
+)
 _IMMUTABLE_TYPES = (
     int,
     float,
@@ -269,9 +281,7 @@ class _Walk:
             # The marking guard compares the markings' contents (sets, which mark_dynamic adds
             # to in place, unseen by any record) with the ones it holds: only their absence
             # is sealed.
-            return kind != "DIMENSION_DYNAMIC_MARKING_GUARD" or not any(
-                name.startswith("_dynamo_") for name in instance or ()
-            )
+            return kind != "DIMENSION_DYNAMIC_MARKING_GUARD" or _MARKINGS.isdisjoint(instance or ())
         return False
 
     def type_tag(self, cls: type) -> None:
