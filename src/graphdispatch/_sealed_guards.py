@@ -29,10 +29,11 @@ Dynamo's check would, and the seal is taken again if it passes.
 The walk reads the objects when it runs, not when the tree ran: a write landing in between
 (another thread serving or changing the module, a finalizer run by the walk's own allocations)
 would be recorded without ever having been checked. So the tree runs once more after the walk,
-and the seal is kept only if that check passes: every record is then older than a passing
-check and unchanged since, so the state that check saw is the recorded one. The records hold
-strong references (a pointer compared with a freed object's could match a new one), and show
-them to the cycle collector: a module compiled in place holds its fast path, hence its seal.
+and the seal is kept only if that check passes (else it counts as broken): every record is
+then older than a passing check and unchanged since, so the state that check saw is the
+recorded one. The records hold strong references (a pointer compared with a freed object's
+could match a new one), and show them to the cycle collector: a module compiled in place holds
+its fast path, hence its seal.
 
 A subtree is sealed only when every accessor in it is one the walk interprets (a dict's item;
 an attribute through the generic lookup, found in the instance dict, as a plain class
@@ -460,7 +461,11 @@ class SealedCheck:
             seal = take(self.root, self.func, self.self_arg)
             self.sealing = seal is not None
             # The walk records the objects as they are now: checked again after it, the tree
-            # has passed on a state no older than any record (Note [Sealed guards]).
+            # has passed on a state no older than any record (Note [Sealed guards]). A seal
+            # dropped so counts as broken.
             if seal is not None and self.root.check(frame_locals):
                 self.seal = seal
+            elif seal is not None:
+                self.broken += 1
+                self.sealing = self.broken < MAX_BROKEN
         return True
