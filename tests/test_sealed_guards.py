@@ -306,3 +306,39 @@ def test_an_object_guarded_by_identity_whose_class_changes_gives_eager_values():
             calls_match(compiled, model, 3)
     finally:
         Kind.A.__class__ = Kind
+
+
+def test_a_record_sees_an_object_replaced_by_one_at_the_freed_one_s_address():
+    """A record compares which object a function's field, a cell or an instance's type slot
+    holds; the replaced object, freed, leaves its address to the next one of its size (the
+    tuple and float free lists reuse it at once), so the records keep what they compare alive.
+    """
+    from graphdispatch import _C
+
+    def function(y, k=1.0):
+        return y * k
+
+    def cell_of():
+        value = None
+
+        def read():
+            return value
+
+        def write(new):
+            nonlocal value
+            value = new
+
+        return read.__closure__[0], write
+
+    cell, write = cell_of()
+    for i in range(20):
+        function.__defaults__ = (float(i) + 0.5,)
+        write([i])
+        records = _C.SealedGuards()
+        records.add_function(function)
+        records.add_cell(cell)
+        function.__defaults__ = None  # the old tuple freed, then a new one of its size
+        function.__defaults__ = (float(i) + 100.5,)
+        write(None)
+        write([i + 100])
+        assert not records.unchanged()

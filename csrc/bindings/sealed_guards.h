@@ -54,9 +54,11 @@ class SealedGuards final {
   void clear();
 
  private:
-  struct Pointer {  // an object and the pointer it held
+  // What a record compares is kept alive with it: a freed object's address is soon another's
+  // (the free lists hand it to the next object of its size), and would compare equal.
+  struct Pointer {  // an object and what it held (null for no instance dict yet)
     py::object owner;
-    const void* held;
+    py::object held;
   };
   struct Tag {  // a dict or type and its version tag
     py::object owner;
@@ -64,10 +66,10 @@ class SealedGuards final {
   };
   struct Function {
     py::object function;
-    const void* code;
-    const void* defaults;
-    const void* kwdefaults;
-    const void* closure;
+    py::object code;
+    py::object defaults;
+    py::object kwdefaults;
+    py::object closure;
   };
   struct TensorRecord {
     py::object tensor;
