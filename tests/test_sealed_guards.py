@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import graphdispatch
-from graphdispatch import _sealed_guards
+from graphdispatch import _C, _sealed_guards
 from graphdispatch._fast_path import fast_path_of
 
 SCALE = 2.0  # a global the forward reads
@@ -216,7 +216,7 @@ def test_a_write_landing_between_the_tree_s_check_and_the_walk_is_not_sealed(wri
     """The seal is taken from the objects as they are right after the whole tree passed; a write
     landing in between (another thread serving the module, a finalizer run by the walk's
     allocations; simulated here at the walk's start) was never checked, so later calls must
-    not take it for checked, and the walk must not fail on it."""
+    not take it for checked."""
     _, model, compiled = sealed_model()
     take = _sealed_guards.take
 
@@ -309,11 +309,10 @@ def test_an_object_guarded_by_identity_whose_class_changes_gives_eager_values():
 
 
 def test_a_record_sees_an_object_replaced_by_one_at_the_freed_one_s_address():
-    """A record compares which object a function's field, a cell or an instance's type slot
-    holds; the replaced object, freed, leaves its address to the next one of its size (the
-    tuple and float free lists reuse it at once), so the records keep what they compare alive.
-    """
-    from graphdispatch import _C
+    """A record compares which object a function's field or a cell holds (as it does an
+    instance's type and dict); the replaced object, freed, leaves its address to the next one
+    of its size (the free lists hand it out at once), so the records keep what they compare
+    alive."""
 
     def function(y, k=1.0):
         return y * k
