@@ -5,12 +5,16 @@ seal, changes one thing, and compares the next calls with eager on fresh inputs.
 
 from __future__ import annotations
 
+import enum
+import gc
+import weakref
 from collections import OrderedDict
 
 import pytest
 import torch
 
 import graphdispatch
+from graphdispatch import _C, _sealed_guards
 from graphdispatch._fast_path import fast_path_of
 
 SCALE = 2.0  # a global the forward reads
@@ -217,3 +221,159 @@ def test_a_forward_that_breaks_the_seal_every_call_stops_sealing_and_stays_right
             torch.testing.assert_close(out, model(x), rtol=0, atol=0)
     check = seal_of(compiled)
     assert check.seal is None and not check.sealing
+
+
+def test_a_module_compiled_in_place_is_freed_once_dropped():
+    """module.compile() puts the fast path on the module itself, so the module holds its seal
+    and the seal's records hold the module: the collector must see those references, or the
+    cycle keeps every such model alive for the process's life."""
+    torch.manual_seed(0)
+    _, outer = make_classes()
+    model = outer().eval()
+    model.compile(backend="graphdispatch", options={"graph_only": True})
+    with torch.no_grad():
+        calls_match(model, model.forward, 3)  # forward: eager, without the compiled call
+    assert seal_of(model).seal is not None
+    dropped = weakref.ref(model)
+    del model
+    gc.collect()
+    assert dropped() is None
+
+
+# Writes from another thread landing between the tree's check and the seal's walk.
+RACING_WRITES = {
+    "an attribute's value": lambda m: setattr(m.blocks[1], "gain", 3.0),
+    "a dict item's value": lambda m: m.blocks[1].cfg.__setitem__("shift", 2.0),
+}
+
+
+@pytest.mark.parametrize("write", list(RACING_WRITES))
+def test_a_write_landing_between_the_tree_s_check_and_the_walk_is_not_sealed(write, monkeypatch):
+    """The seal is taken from the objects as they are right after the whole tree passed; a write
+    landing in between (another thread serving the module, a finalizer run by the walk's
+    allocations; simulated here at the walk's start) was never checked, so later calls must
+    not take it for checked."""
+    _, model, compiled = sealed_model()
+    take = _sealed_guards.take
+
+    def write_then_take(*args):
+        monkeypatch.setattr(_sealed_guards, "take", take)
+        RACING_WRITES[write](model)
+        return take(*args)
+
+    monkeypatch.setattr(_sealed_guards, "take", write_then_take)
+    # An equal value in a new object: the seal breaks, the whole tree passes and seals again.
+    model.blocks[0].gain = float("1.0")
+    with torch.no_grad():
+        compiled(torch.randn(4, 8))  # checked before the write: runs as Dynamo's call would
+        assert _sealed_guards.take is take
+        calls_match(compiled, model, 3)
+
+
+class Marked(torch.nn.Module):
+    """A parameter marked dynamic before the compile (Dynamo guards its markings)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.p = torch.nn.Parameter(torch.randn(6, 8))
+        torch._dynamo.mark_dynamic(self.p, 0)
+
+    def forward(self, x):
+        return self.lin(x) * self.p.sum()
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_dimension_marking_added_in_place_recompiles_as_dynamo_does(fast_path):
+    """Dynamo's marking guard compares a tensor's ``_dynamo_dynamic_indices`` set with the one it
+    compiled with, and ``mark_dynamic`` adds to that set in place, where no record sees it:
+    after a parameter marked like the old one replaced it, marking another dimension
+    recompiles (here, where the dimension can be dynamic) on Dynamo's own path and the fast
+    path alike."""
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = Marked().eval()
+    compiled = torch.compile(
+        model, backend="graphdispatch", options={"graph_only": True, "fast_path": fast_path}
+    )
+    counters.clear()
+    with torch.no_grad():
+        calls_match(compiled, model, 3)
+        replacement = torch.nn.Parameter(torch.randn(6, 8))
+        torch._dynamo.mark_dynamic(replacement, 0)  # its own set, equal to the compiled one
+        model.p = replacement
+        calls_match(compiled, model, 2)  # the guards pass: sealed again, on the new parameter
+        torch._dynamo.mark_dynamic(replacement, 1)
+        calls_match(compiled, model, 2)
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+class Kind(enum.Enum):
+    A = 1.5
+
+
+class OtherKind(enum.Enum):
+    """An enum of the same layout whose ``_value_`` is a property: an object's attribute lookup
+    starts at its type, which ``__class__`` assignment changes."""
+
+
+type.__setattr__(OtherKind, "_value_", property(lambda self: 4.0))
+
+
+class Kinded(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.kind = Kind.A  # Dynamo guards it by identity (no type match) and reads _value_
+
+    def forward(self, x):
+        return self.lin(x) * self.kind._value_
+
+
+def test_an_object_guarded_by_identity_whose_class_changes_gives_eager_values():
+    torch.manual_seed(0)
+    model = Kinded().eval()
+    compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+    try:
+        with torch.no_grad():
+            calls_match(compiled, model, 3)
+            Kind.A.__class__ = OtherKind
+            calls_match(compiled, model, 3)
+    finally:
+        Kind.A.__class__ = Kind
+
+
+def test_a_record_sees_an_object_replaced_by_one_at_the_freed_one_s_address():
+    """A record compares which object a function's field or a cell holds (as it does an
+    instance's type and dict); the replaced object, freed, leaves its address to the next one
+    of its size (the free lists hand it out at once), so the records keep what they compare
+    alive."""
+
+    def function(y, k=1.0):
+        return y * k
+
+    def cell_of():
+        value = None
+
+        def read():
+            return value
+
+        def write(new):
+            nonlocal value
+            value = new
+
+        return read.__closure__[0], write
+
+    cell, write = cell_of()
+    for i in range(20):
+        function.__defaults__ = (float(i) + 0.5,)
+        write([i])
+        records = _C.SealedGuards()
+        records.add_function(function)
+        records.add_cell(cell)
+        function.__defaults__ = None  # the old tuple freed, then a new one of its size
+        function.__defaults__ = (float(i) + 100.5,)
+        write(None)
+        write([i + 100])
+        assert not records.unchanged()

@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <string>
+#include <type_traits>
 
 namespace graphdispatch::bindings {
 
@@ -30,10 +31,13 @@ std::uint64_t type_tag(PyTypeObject* type) {
   return type->tp_version_tag;
 }
 
-const void* instance_dict(PyObject* obj) {
+PyObject* instance_dict(PyObject* obj) {
   PyObject** slot = _PyObject_GetDictPtr(obj);
   return slot == nullptr ? nullptr : *slot;
 }
+
+// A new reference to `obj`, which may be null.
+py::object kept(PyObject* obj) { return py::reinterpret_borrow<py::object>(obj); }
 
 [[noreturn]] void wrong_kind(const char* record, const char* expected, py::handle given) {
   throw py::type_error(std::string("SealedGuards.") + record + ": expected " + expected + ", got " +
@@ -63,7 +67,7 @@ void SealedGuards::add_dict(py::handle dict) {
 }
 
 void SealedGuards::add_type_of(py::handle obj) {
-  types_of_.push_back({py::reinterpret_borrow<py::object>(obj), Py_TYPE(obj.ptr())});
+  types_of_.push_back({kept(obj.ptr()), kept(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())))});
 }
 
 bool SealedGuards::add_type_tag(py::handle type) {
@@ -79,20 +83,19 @@ bool SealedGuards::add_type_tag(py::handle type) {
 }
 
 void SealedGuards::add_dict_pointer(py::handle obj) {
-  dict_pointers_.push_back({py::reinterpret_borrow<py::object>(obj), instance_dict(obj.ptr())});
+  dict_pointers_.push_back({kept(obj.ptr()), kept(instance_dict(obj.ptr()))});
 }
 
 void SealedGuards::add_function(py::handle function) {
   PyObject* f = function.ptr();
   if (!PyFunction_Check(f)) wrong_kind("add_function", "a Python function", function);
-  functions_.push_back({py::reinterpret_borrow<py::object>(function), PyFunction_GET_CODE(f),
-                        PyFunction_GET_DEFAULTS(f), PyFunction_GET_KW_DEFAULTS(f),
-                        PyFunction_GET_CLOSURE(f)});
+  functions_.push_back({kept(f), kept(PyFunction_GET_CODE(f)), kept(PyFunction_GET_DEFAULTS(f)),
+                        kept(PyFunction_GET_KW_DEFAULTS(f)), kept(PyFunction_GET_CLOSURE(f))});
 }
 
 void SealedGuards::add_cell(py::handle cell) {
   if (!PyCell_Check(cell.ptr())) wrong_kind("add_cell", "a cell", cell);
-  cells_.push_back({py::reinterpret_borrow<py::object>(cell), PyCell_GET(cell.ptr())});
+  cells_.push_back({kept(cell.ptr()), kept(PyCell_GET(cell.ptr()))});
 }
 
 bool SealedGuards::add_tensor(py::handle tensor) {
@@ -113,6 +116,7 @@ bool SealedGuards::add_tensor(py::handle tensor) {
 }
 
 bool SealedGuards::unchanged() const {
+  if (cleared_) return false;
   const auto tls = c10::impl::tls_local_dispatch_key_set();
   if (tls.included_.raw_repr() != tls_included_ || tls.excluded_.raw_repr() != tls_excluded_) {
     return false;
@@ -121,23 +125,24 @@ bool SealedGuards::unchanged() const {
     if (dict_tag(d.owner.ptr()) != d.tag) return false;
   }
   for (const Pointer& o : types_of_) {
-    if (Py_TYPE(o.owner.ptr()) != o.held) return false;
+    if (reinterpret_cast<PyObject*>(Py_TYPE(o.owner.ptr())) != o.held.ptr()) return false;
   }
   for (const Tag& t : type_tags_) {
     if (type_tag(reinterpret_cast<PyTypeObject*>(t.owner.ptr())) != t.tag) return false;
   }
   for (const Pointer& o : dict_pointers_) {
-    if (instance_dict(o.owner.ptr()) != o.held) return false;
+    if (instance_dict(o.owner.ptr()) != o.held.ptr()) return false;
   }
   for (const Function& f : functions_) {
     PyObject* p = f.function.ptr();
-    if (PyFunction_GET_CODE(p) != f.code || PyFunction_GET_DEFAULTS(p) != f.defaults ||
-        PyFunction_GET_KW_DEFAULTS(p) != f.kwdefaults || PyFunction_GET_CLOSURE(p) != f.closure) {
+    if (PyFunction_GET_CODE(p) != f.code.ptr() || PyFunction_GET_DEFAULTS(p) != f.defaults.ptr() ||
+        PyFunction_GET_KW_DEFAULTS(p) != f.kwdefaults.ptr() ||
+        PyFunction_GET_CLOSURE(p) != f.closure.ptr()) {
       return false;
     }
   }
   for (const Pointer& c : cells_) {
-    if (PyCell_GET(c.owner.ptr()) != c.held) return false;
+    if (PyCell_GET(c.owner.ptr()) != c.held.ptr()) return false;
   }
   for (const TensorRecord& r : tensors_) {
     PyObject* obj = r.tensor.ptr();
@@ -158,8 +163,70 @@ std::size_t SealedGuards::size() const {
          functions_.size() + cells_.size() + tensors_.size();
 }
 
+int SealedGuards::traverse(visitproc visit, void* arg) const {
+  auto visit_pointers = [&](const std::vector<Pointer>& records) {
+    for (const Pointer& o : records) {
+      Py_VISIT(o.owner.ptr());
+      Py_VISIT(o.held.ptr());
+    }
+    return 0;
+  };
+  for (const Tag& d : dicts_) Py_VISIT(d.owner.ptr());
+  for (const Tag& t : type_tags_) Py_VISIT(t.owner.ptr());
+  for (const Function& f : functions_) {
+    for (const py::object* o : {&f.function, &f.code, &f.defaults, &f.kwdefaults, &f.closure}) {
+      Py_VISIT(o->ptr());
+    }
+  }
+  for (const TensorRecord& r : tensors_) Py_VISIT(r.tensor.ptr());
+  if (int error = visit_pointers(types_of_)) return error;
+  if (int error = visit_pointers(dict_pointers_)) return error;
+  return visit_pointers(cells_);
+}
+
+void SealedGuards::clear() {
+  cleared_ = true;
+  // Each vector is emptied before its references drop (the swapped-out temporary dies at the
+  // end of the statement): a dropped reference can run Python code that reads the records.
+  auto drop = [](auto& records) { std::remove_reference_t<decltype(records)>().swap(records); };
+  drop(dicts_);
+  drop(types_of_);
+  drop(type_tags_);
+  drop(dict_pointers_);
+  drop(functions_);
+  drop(cells_);
+  drop(tensors_);
+}
+
+namespace {
+
+SealedGuards* constructed(PyObject* self) {
+  // The collector can meet an instance whose __init__ has not run (no C++ object yet).
+  if (!py::detail::is_holder_constructed(self)) return nullptr;
+  return reinterpret_cast<py::detail::instance*>(self)
+      ->get_value_and_holder()
+      .value_ptr<SealedGuards>();
+}
+
+int traverse_records(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));  // a heap type's instances hold their type
+  SealedGuards* records = constructed(self);
+  return records == nullptr ? 0 : records->traverse(visit, arg);
+}
+
+int clear_records(PyObject* self) {
+  if (SealedGuards* records = constructed(self)) records->clear();
+  return 0;
+}
+
+}  // namespace
+
 void init_sealed_guards(py::module_& m) {
-  py::class_<SealedGuards>(m, "SealedGuards")
+  py::class_<SealedGuards>(m, "SealedGuards", py::custom_type_setup([](PyHeapTypeObject* heap) {
+                             heap->ht_type.tp_flags |= Py_TPFLAGS_HAVE_GC;
+                             heap->ht_type.tp_traverse = traverse_records;
+                             heap->ht_type.tp_clear = clear_records;
+                           }))
       .def(py::init<>())
       .def_static("supported", &SealedGuards::supported)
       .def("add_dict", &SealedGuards::add_dict, py::arg("dict"))

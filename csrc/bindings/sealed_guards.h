@@ -17,7 +17,8 @@ namespace py = pybind11;
 
 /// Append-only records, checked together by unchanged(). Each add_* reads the object's state
 /// now and keeps a strong reference to it. Raises TypeError when the object is not of the kind
-/// the record is for (named in the message).
+/// the record is for (named in the message). The references are shown to Python's cycle
+/// collector (traverse, clear): a module compiled in place holds its records, which hold it.
 class SealedGuards final {
  public:
   /// Whether this Python exposes what the records read: dict version tags (PEP 509) and type
@@ -46,11 +47,18 @@ class SealedGuards final {
   /// reads beside the tensor's own keys) is the one at construction.
   bool unchanged() const;
   std::size_t size() const;
+  /// Visits every object the records hold (the collector's tp_traverse).
+  int traverse(visitproc visit, void* arg) const;
+  /// Drops every record (the collector's tp_clear, breaking a cycle); unchanged() is false from
+  /// then on.
+  void clear();
 
  private:
-  struct Pointer {  // an object and the pointer it held
+  // What a record compares is kept alive with it: a freed object's address is soon another's
+  // (the free lists hand it to the next object of its size), and would compare equal.
+  struct Pointer {  // an object and what it held (null for no instance dict yet)
     py::object owner;
-    const void* held;
+    py::object held;
   };
   struct Tag {  // a dict or type and its version tag
     py::object owner;
@@ -58,10 +66,10 @@ class SealedGuards final {
   };
   struct Function {
     py::object function;
-    const void* code;
-    const void* defaults;
-    const void* kwdefaults;
-    const void* closure;
+    py::object code;
+    py::object defaults;
+    py::object kwdefaults;
+    py::object closure;
   };
   struct TensorRecord {
     py::object tensor;
@@ -83,6 +91,7 @@ class SealedGuards final {
   std::vector<TensorRecord> tensors_;
   std::uint64_t tls_included_;
   std::uint64_t tls_excluded_;
+  bool cleared_ = false;
 };
 
 /// Registers SealedGuards on `m`.

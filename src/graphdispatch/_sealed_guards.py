@@ -9,21 +9,31 @@ bench/fast_path.py). Most of the tree reads what a serving loop does not change 
 the module (``L['self']``: its ``__dict__``, submodules, parameters, attributes) and the
 function's globals (imported modules, helper functions, builtins).
 
-So, right after the whole tree passed, ``take`` seals the subtrees whose root value is fixed
-for the fast path (the module bound as ``self``, a closure cell's contents, the function's
-globals): it walks them with their live values and records, in a ``_C.SealedGuards``, every
-piece of state their accessors and leaf guards read: each dict's version tag (PEP 509: any
-insertion, deletion or assignment changes it), each object's type and instance dict, each type's
-attribute-cache tag (reset by any change to the type or a base), functions' code, defaults and
-closure, closure cells, and tensors' metadata (what TENSOR_MATCH compares, with the thread's
-dispatch key set). A later call checks those records (flat loads in C++, no dict lookups) and
-the residual tree: Dynamo's tree with the sealed subtrees cut off (``clone_manager``), which
-keeps the arguments, the root's guards (global state, the torch-function mode stack, the
-default device, lambda guards) and whatever could not be sealed. While every record holds,
-every manager of a sealed subtree reaches the object it reached when the tree passed, and
-every leaf guard there gives the verdict it gave then; so records and residual together give
-the whole tree's verdict. When a record changed, the whole tree runs, as Dynamo's check
-would, and the seal is taken again if it passes.
+So, right after the whole tree passed, ``take`` seals the subtrees whose root value is fixed for
+the fast path (the module bound as ``self``, a closure cell's contents, the function's globals):
+it walks them with their live values and records, in a ``_C.SealedGuards``, every piece of state
+their accessors and leaf guards read: each dict's version tag (PEP 509: any insertion, deletion
+or assignment changes it), each object's type (where every attribute lookup starts, even on an
+object the tree holds by identity: ``__class__`` assignment changes no tag) and instance dict,
+each type's attribute-cache tag (reset by any change to the type or a base), functions' code,
+defaults and closure, closure cells, and tensors' metadata (what TENSOR_MATCH compares, with the
+thread's dispatch key set). A later call checks those records (flat loads in C++, no dict
+lookups) and the residual tree: Dynamo's tree with the sealed subtrees cut off
+(``clone_manager``), which keeps the arguments, the root's guards (global state, the
+torch-function mode stack, the default device, lambda guards) and whatever could not be sealed.
+While every record holds, every manager of a sealed subtree reaches the object it reached when
+the tree passed, and every leaf guard there gives the verdict it gave then; so records and
+residual together give the whole tree's verdict. When a record changed, the whole tree runs, as
+Dynamo's check would, and the seal is taken again if it passes.
+
+The walk reads the objects when it runs, not when the tree ran: a write landing in between
+(another thread serving or changing the module, a finalizer run by the walk's own allocations)
+would be recorded without ever having been checked. So the tree runs once more after the walk,
+and the seal is kept only if that check passes (else it counts as broken): every record is
+then older than a passing check and unchanged since, so the state that check saw is the
+recorded one. The records hold strong references (a pointer compared with a freed object's
+could match a new one), and show them to the cycle collector: a module compiled in place holds
+its fast path, hence its seal.
 
 A subtree is sealed only when every accessor in it is one the walk interprets (a dict's item;
 an attribute through the generic lookup, found in the instance dict, as a plain class
@@ -32,11 +42,13 @@ dict; a type, its dict or MRO; a function's code, defaults, keyword defaults or 
 tuple's item; a dict's items by position), and every leaf guard's
 verdict follows from its value's identity and the records (ID/None/True/False matches, type
 match, equality or length of an immutable value, dict membership, length or version, a missing
-attribute, tensor match, dynamic-dimension markings). Anything else (a property or other data
-descriptor, a list or set, a lambda or relational guard) stays in the residual tree, with the
-path to it. A dict manager reads a dict's items by their position in its storage, which the
-version tag covers; for an OrderedDict (diffusers' FrozenDict configs) that is not the order
-``move_to_end`` changes, on Dynamo's own path as here.
+attribute, tensor match, the dynamic-dimension markings of a tensor that has none: a marking
+is a set the guard compares by content, and ``mark_dynamic`` adds to it in place). Anything
+else (a property or other data descriptor, a list or set, a lambda or relational guard) stays
+in the residual tree, with the path to it. A dict manager reads a dict's items by their
+position in its storage, which the version tag covers; for an OrderedDict (diffusers'
+FrozenDict configs) that is not the order ``move_to_end`` changes, on Dynamo's own path as
+here.
 
 A forward that changes what the records hold on every call (a counter kept in a dict the
 guards read) breaks the seal every call; after ``MAX_BROKEN`` broken seals an entry keeps
@@ -65,6 +77,18 @@ _DICT_GUARDS = frozenset({"DICT_CONTAINS", "DICT_LENGTH", "DICT_VERSION"})
 # Leaf guards reading a value's attributes (NO_HASATTR: one missing; the dynamic-dimension
 # marking: a tensor's _dynamo_* attributes), whatever their names.
 _ATTRIBUTE_GUARDS = frozenset({"NO_HASATTR", "DIMENSION_DYNAMIC_MARKING_GUARD"})
+# The tensor attributes Dynamo's dimension-marking guard reads (torch/_dynamo/guards.py).
+_MARKINGS = frozenset(
+    {
+        "_dynamo_dynamic_indices",
+        "_dynamo_weak_dynamic_indices",
+        "_dynamo_unbacked_indices",
+        "_dynamo_strict_unbacked_indices",
+        "_dynamo_static_indices",
+        "_dynamo_shape_ids",
+        "_dynamo_unbacked_bounds",
+    }
+)
 _IMMUTABLE_TYPES = (
     int,
     float,
@@ -275,10 +299,13 @@ class _Walk:
             return isinstance(value, torch.Tensor) and records.add_tensor(value)
         if kind in _ATTRIBUTE_GUARDS:
             try:
-                self.attributes(value)
+                instance = self.attributes(value)
             except _Refused:
                 return False
-            return True
+            # The marking guard compares the markings' contents (sets, which mark_dynamic adds
+            # to in place, unseen by any record) with the ones it holds: only their absence
+            # is sealed.
+            return kind != "DIMENSION_DYNAMIC_MARKING_GUARD" or _MARKINGS.isdisjoint(instance or ())
         return False
 
     def type_tag(self, cls: type) -> None:
@@ -292,6 +319,9 @@ class _Walk:
         cls = type(value)
         if cls.__getattribute__ not in _GENERIC_GETATTRIBUTE:
             raise _Refused
+        # The lookup starts at the type, which __class__ assignment changes (with no change to
+        # either type's tag), and the tree may hold the object by identity only.
+        self.records.add_type_of(value)
         self.type_tag(cls)
         self.records.add_dict_pointer(value)
         instance = _instance_dict(value)
@@ -383,6 +413,7 @@ class _Walk:
                 raise _Refused
             if not (isinstance(attr, types.FunctionType) or not hasattr(type(attr), "__get__")):
                 raise _Refused
+            self.records.add_type_of(value)
             self.type_tag(cls)
             self.type_tag(value)
             return attr
@@ -407,6 +438,7 @@ class _Walk:
             instance = _instance_dict(value)
             if instance is None or cls.__getattribute__ not in _GENERIC_GETATTRIBUTE:
                 raise _Refused
+            self.records.add_type_of(value)
             self.type_tag(cls)
             self.records.add_dict_pointer(value)
             return instance
@@ -455,6 +487,14 @@ class SealedCheck:
         if not self.root.check(frame_locals):
             return FAILED
         if self.sealing:
-            self.seal = take(self.root, self.func, self.self_arg)
-            self.sealing = self.seal is not None
+            seal = take(self.root, self.func, self.self_arg)
+            self.sealing = seal is not None
+            # The walk records the objects as they are now: checked again after it, the tree
+            # has passed on a state no older than any record (Note [Sealed guards]). A seal
+            # dropped so counts as broken.
+            if seal is not None and self.root.check(frame_locals):
+                self.seal = seal
+            elif seal is not None:
+                self.broken += 1
+                self.sealing = self.broken < MAX_BROKEN
         return PASSED_ON_WHOLE_TREE
