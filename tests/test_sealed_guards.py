@@ -377,3 +377,17 @@ def test_a_record_sees_an_object_replaced_by_one_at_the_freed_one_s_address():
         write(None)
         write([i + 100])
         assert not records.unchanged()
+
+
+def test_a_seal_that_served_long_is_taken_again_whenever_it_breaks():
+    # Changes far apart (an adapter switched between batches) never use up the broken-seal
+    # budget: only seals broken before they paid off count.
+    _, model, compiled = sealed_model()
+    check = seal_of(compiled)
+    with torch.no_grad():
+        for switch in range(_sealed_guards.MAX_BROKEN + 2):
+            check.served = _sealed_guards.PAID_OFF  # as if it had served a batch of requests
+            model.blocks[1].note = switch  # in a recorded dict; no guard reads it
+            calls_match(compiled, model, 2)
+    assert check.sealing and check.seal is not None and check.broken == 0
+    assert graphdispatch.stats()["fast_path"]["through_dynamo"] == {}

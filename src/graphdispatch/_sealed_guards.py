@@ -50,9 +50,12 @@ position in its storage, which the version tag covers; for an OrderedDict (diffu
 FrozenDict configs) that is not the order ``move_to_end`` changes, on Dynamo's own path as
 here.
 
-A forward that changes what the records hold on every call (a counter kept in a dict the
-guards read) breaks the seal every call; after ``MAX_BROKEN`` broken seals an entry keeps
-Dynamo's whole check.
+A seal costs a walk (3-15 ms on the tiny transformers) and saves some 20-60 µs a call, so it
+pays after a few hundred calls. A forward that changes what the records hold on every call (a
+counter kept in a dict the guards read, a script's loop variables in the globals of the module
+defining the model) breaks the seal every call: after ``MAX_BROKEN`` seals broken before they
+served ``PAID_OFF`` calls, an entry keeps Dynamo's whole check. A seal broken after serving that
+many (a LoRA adapter switched between batches of requests, for days) is taken again, uncounted.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ import torch
 from graphdispatch import _C
 
 MAX_BROKEN = 8
+PAID_OFF = 512
 
 # Leaf guards whose verdict follows from the identity of the value they check.
 _IDENTITY_GUARDS = frozenset({"ID_MATCH", "NONE_MATCH", "TRUE_MATCH", "FALSE_MATCH", "NOT_NONE"})
@@ -473,16 +477,18 @@ class SealedCheck:
         self.self_arg = self_arg
         self.seal: Seal | None = None
         self.sealing = True  # False once nothing could be sealed or the seal broke too often
-        self.broken = 0
+        self.broken = 0  # seals broken before they served PAID_OFF calls
+        self.served = 0  # calls the current seal gave the verdict of
 
     def __call__(self, frame_locals: dict[str, Any]) -> int:
         seal = self.seal
         if seal is not None:
             verdict = seal.check(frame_locals)
             if verdict is not None:
+                self.served += 1
                 return PASSED_ON_SEAL if verdict else FAILED
             self.seal = None
-            self.broken += 1
+            self.broken += self.served < PAID_OFF
             self.sealing = self.broken < MAX_BROKEN
         if not self.root.check(frame_locals):
             return FAILED
@@ -493,7 +499,7 @@ class SealedCheck:
             # has passed on a state no older than any record (Note [Sealed guards]). A seal
             # dropped so counts as broken.
             if seal is not None and self.root.check(frame_locals):
-                self.seal = seal
+                self.seal, self.served = seal, 0
             elif seal is not None:
                 self.broken += 1
                 self.sealing = self.broken < MAX_BROKEN
