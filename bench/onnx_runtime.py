@@ -25,8 +25,8 @@ not counted), ``graph_with_compile`` (a compile of its own with Inductor's
 kernels (oneDNN, MKL) is a ``torch.profiler`` range) and ``graph_only`` (``torch.profiler``; each
 op the CPU graph replays is a range, Note [Steps in the profiler] in csrc/runtime/cpu_graph).
 Each outermost kernel's time, the ops it calls inside included, goes to one category, the same
-on each side: GEMM (ONNX ``Gemm``/``MatMul`` with a weight; ``aten::mm``/``addmm``), attention
-(``Softmax``, a ``MatMul`` of two activations; SDPA, ``bmm``, softmax), norm, conv (ONNX
+on each side: GEMM (ONNX ``Gemm``/``MatMul`` by a matrix; ``aten::mm``/``addmm``), attention
+(``Softmax``, a batched ``MatMul`` of heads; SDPA, ``bmm``, softmax), norm, conv (ONNX
 Runtime's ``Conv``, in its NCHWc layout after its graph optimisations), elementwise (fused or
 not), copies & layout (``Transpose``, ``Reshape``, ``Cast``, ``ReorderInput``/``ReorderOutput``;
 ``copy_``, ``clone``, ``_to_copy``, ``cat``, views, Inductor kernels that only copy) and other.
@@ -109,7 +109,9 @@ def ort_feed(session: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
 
 
 # Where each kernel's time goes (Note in the docstring): one category per kernel, the same
-# names on both sides. An ONNX MatMul with no weight among its inputs is attention's (QK^T, AV).
+# names on both sides. An ONNX MatMul whose second input is not a matrix (batched heads) is
+# attention's (QK^T, AV); the profile's parameter_size cannot tell, it reads 0 once a weight
+# is prepacked.
 CATEGORIES = ("GEMM", "attention", "norm", "conv", "elementwise", "copies & layout", "other")
 ORT_KINDS = {
     "GEMM": {"Gemm", "MatMul", "FusedMatMul", "FusedGemm"},
@@ -272,8 +274,8 @@ def torch_category(name: str) -> str | None:
     return next((c for c, ops in TORCH_KINDS.items() if op in ops), "other")
 
 
-def ort_category(op_type: str, weights: int) -> str:
-    if op_type in ("MatMul", "FusedMatMul") and weights == 0:
+def ort_category(op_type: str, second_input_dims: int) -> str:
+    if op_type in ("MatMul", "FusedMatMul") and second_input_dims != 2:
         return "attention"
     if op_type in {
         "Add",
@@ -410,12 +412,11 @@ def ort_kernels(model_path: str, feed: dict[str, Any], calls: int, floor: float)
         e = runs[0]
         a = e["args"]
         op = a["op_name"]
-        weights = int(a.get("parameter_size", "0"))
-        category = ort_category(op, weights)
+        shapes = [list(d.values())[0] for d in a.get("input_type_shape", [])]
+        result = [list(d.values())[0] for d in a.get("output_type_shape", [])]
+        category = ort_category(op, len(shapes[1]) if len(shapes) > 1 else 0)
         mkn = None
         if category == "GEMM":
-            shapes = [list(d.values())[0] for d in a.get("input_type_shape", [])]
-            result = [list(d.values())[0] for d in a.get("output_type_shape", [])]
             if shapes and result:
                 mkn = (prod(result[0][:-1]), shapes[0][-1], result[0][-1])
         out.add(category, op, statistics.median(r["dur"] for r in runs), mkn)
