@@ -111,7 +111,7 @@ def ort_feed(session: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
 # Where each kernel's time goes (Note in the docstring): one category per kernel, the same
 # names on both sides. An ONNX MatMul whose second input is not a matrix (batched heads) is
 # attention's (QK^T, AV); the profile's parameter_size cannot tell, it reads 0 once a weight
-# is prepacked.
+# is prepacked (and the weight's shape is then left out of the node's input shapes).
 CATEGORIES = ("GEMM", "attention", "norm", "conv", "elementwise", "copies & layout", "other")
 ORT_KINDS = {
     "GEMM": {"Gemm", "MatMul", "FusedMatMul", "FusedGemm"},
@@ -414,7 +414,8 @@ def ort_kernels(model_path: str, feed: dict[str, Any], calls: int, floor: float)
         op = a["op_name"]
         shapes = [list(d.values())[0] for d in a.get("input_type_shape", [])]
         result = [list(d.values())[0] for d in a.get("output_type_shape", [])]
-        category = ort_category(op, len(shapes[1]) if len(shapes) > 1 else 0)
+        # A weight ONNX Runtime prepacked is left out of the shapes: a matrix.
+        category = ort_category(op, len(shapes[1]) if len(shapes) > 1 else 2)
         mkn = None
         if category == "GEMM":
             if shapes and result:
