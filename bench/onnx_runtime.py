@@ -31,8 +31,11 @@ Runtime's ``Conv``, in its NCHWc layout after its graph optimisations), elementw
 not), copies & layout (``Transpose``, ``Reshape``, ``Cast``, ``ReorderInput``/``ReorderOutput``;
 ``copy_``, ``clone``, ``_to_copy``, ``cat``, views, Inductor kernels that only copy) and other.
 Each profiler's own cost is taken off every kernel: what it reads on a kernel that does nothing
-(ONNX Runtime counts whole µs). "outside kernels" is the timed call less its kernels: session
-and Dynamo overhead, our runner, the replay's loop. The GEMMs are also listed per shape.
+(ONNX Runtime counts whole µs); each kernel's time is its median over the calls. "outside
+kernels" is the timed call less its kernels: session and Dynamo overhead, our runner, the
+replay's loop. The GEMMs are also listed per shape, ONNX Runtime against ``graph_only``'s
+``aten::addmm``/``mm``: Inductor's extern call runs the same ATen kernel, but its kernel-profile
+build wraps each one in a guard that copies its stack trace, so those rows read a little high.
 
 Writes the section ``## Beside ONNX Runtime`` of bench/RESULTS.md unless ``--no-write``.
 """
