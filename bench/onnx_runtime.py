@@ -23,7 +23,7 @@ ONNX Runtime (its profiler, ``enable_profiling``: each node's kernel time, after
 not counted), ``graph_with_compile`` (a compile of its own with Inductor's
 ``cpp.enable_kernel_profile``, so each generated C++ kernel and each extern call into ATen's CPU
 kernels (oneDNN, MKL) is a ``torch.profiler`` range) and ``graph_only`` (``torch.profiler``; each
-op the CPU graph replays is a range, Note [Steps in the profiler] in csrc/runtime/cpu_graph).
+op the CPU graph replays is a range, Note [Steps in the profiler] in cpu_graph.cpp).
 Each outermost kernel's time, the ops it calls inside included, goes to one category, the same
 on each side: GEMM (ONNX ``Gemm``/``MatMul`` by a matrix; ``aten::mm``/``addmm``), attention
 (``Softmax``, a batched ``MatMul`` of heads; SDPA, ``bmm``, softmax), norm, conv (ONNX

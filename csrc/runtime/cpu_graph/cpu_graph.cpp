@@ -560,10 +560,11 @@ void CpuGraph::replay() {
   for (const auto& step : steps_) {
     const c10::impl::ForceDispatchKeyGuard dispatch_as_captured(as_captured(step.tls, now));
     stack_.assign(step.arguments.begin(), step.arguments.end());
-    // Note [Steps in the profiler]: a redispatch runs no RecordFunction (the dispatcher's
-    // call does), so without this range a profiler would see only the ops a kernel calls
-    // inside and charge the step's own time to them or to graphdispatch::replay. Each step is
-    // the range eager's call of its operator would open, with its arguments where asked.
+    // Note [Steps in the profiler]
+    // A redispatch runs no RecordFunction (the dispatcher's call does), so without this range
+    // a profiler would see only the ops a kernel calls inside and charge the step's own time
+    // to them or to graphdispatch::replay. Each step is the range eager's call of its operator
+    // would open, with its arguments where asked.
     std::optional<at::RecordFunction> range;
     if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
         C10_UNLIKELY(callbacks.has_value())) {
