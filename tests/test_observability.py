@@ -58,6 +58,34 @@ def test_each_step_kind_is_a_named_profiler_range():
     }
 
 
+def linear_relu(x, w, b):
+    return (torch.relu(torch.addmm(b, x, w)) * 2,)
+
+
+def test_a_cpu_graph_replay_shows_each_op_it_replays(graph_kind):
+    """Note [Steps in the profiler]: each replayed op is a range inside graphdispatch::replay,
+    named as eager's call of it; the oracle is eager's own trace of the same function."""
+    if graph_kind != "cpu":
+        pytest.skip("the emulated graph re-runs the FX graph, whose ops the dispatcher profiles")
+    args = torch.randn(8, 16), torch.randn(16, 4), torch.randn(4)
+    r = runner(linear_relu, [False, True, True])
+    with torch.no_grad():
+        r(*args)  # capture
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as eager:
+            linear_relu(*args)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            r(*args)
+            r(*args)
+    top = Counter(e.name for e in eager.events() if e.cpu_parent is None)
+    replayed = Counter(
+        e.name
+        for e in prof.events()
+        if e.cpu_parent is not None and e.cpu_parent.name == "graphdispatch::replay"
+    )
+    for name in top:
+        assert replayed[name] == 2 * top[name], (name, replayed)
+
+
 def test_a_graph_refused_as_a_whole_falls_back_inside_a_range():
     fn = compiled(lambda x: x * x.sum().item())
     x = torch.randn(8)

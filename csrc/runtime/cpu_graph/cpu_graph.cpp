@@ -7,6 +7,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/native/TensorFactories.h>
+#include <ATen/record_function.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
@@ -559,7 +560,24 @@ void CpuGraph::replay() {
   for (const auto& step : steps_) {
     const c10::impl::ForceDispatchKeyGuard dispatch_as_captured(as_captured(step.tls, now));
     stack_.assign(step.arguments.begin(), step.arguments.end());
+    // Note [Steps in the profiler]
+    // A redispatch runs no RecordFunction (the dispatcher's call does), so without this range
+    // a profiler would see only the ops a kernel calls inside and charge the step's own time
+    // to them or to graphdispatch::replay. Each step is the range eager's call of its operator
+    // would open, with its arguments where asked.
+    std::optional<at::RecordFunction> range;
+    if (auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
+        C10_UNLIKELY(callbacks.has_value())) {
+      range.emplace(std::move(*callbacks));
+      const auto schema = std::cref(step.op.schema());
+      if (range->needsInputs()) {
+        range->before(schema, c10::ArrayRef<const c10::IValue>(stack_.data(), stack_.size()));
+      } else {
+        range->before(schema);
+      }
+    }
     step.op.redispatchBoxed(step.keys, &stack_);
+    range.reset();
     for (std::size_t k = 0; k < step.copy_to.size(); ++k) {
       const auto& to = step.copy_to[k];
       if (to.empty()) continue;  // an undefined return
