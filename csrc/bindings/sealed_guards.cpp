@@ -63,7 +63,7 @@ SealedGuards::SealedGuards() {
 
 void SealedGuards::add_dict(py::handle dict) {
   if (!PyDict_Check(dict.ptr())) wrong_kind("add_dict", "a dict", dict);
-  dicts_.push_back({py::reinterpret_borrow<py::object>(dict), dict_tag(dict.ptr())});
+  dicts_.push_back({kept(dict.ptr()), dict_tag(dict.ptr())});
 }
 
 void SealedGuards::add_type_of(py::handle obj) {
@@ -78,7 +78,7 @@ bool SealedGuards::add_type_tag(py::handle type) {
   _PyType_Lookup(t, probe);
   const std::uint64_t tag = type_tag(t);
   if (tag == 0) return false;
-  type_tags_.push_back({py::reinterpret_borrow<py::object>(type), tag});
+  type_tags_.push_back({kept(type.ptr()), tag});
   return true;
 }
 
@@ -109,9 +109,8 @@ bool SealedGuards::add_tensor(py::handle tensor) {
   if (t.unsafeGetTensorImpl()->has_symbolic_sizes_strides() || t.layout() != at::kStrided) {
     return false;
   }
-  tensors_.push_back({py::reinterpret_borrow<py::object>(tensor), type, t.key_set().raw_repr(),
-                      t.scalar_type(), t.device(), t.requires_grad(), t.sizes().vec(),
-                      t.strides().vec()});
+  tensors_.push_back({kept(obj), type, t.key_set().raw_repr(), t.scalar_type(), t.device(),
+                      t.requires_grad(), t.sizes().vec(), t.strides().vec()});
   return true;
 }
 

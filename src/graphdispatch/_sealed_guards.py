@@ -106,7 +106,16 @@ _IMMUTABLE_TYPES = (
     torch.dtype,
     torch.device,
 )
-_FUNCTION_FIELDS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__"})
+# The accessors reading a function's assignable fields, and the fields.
+_FUNCTION_ACCESSORS = {
+    "CodeGuardAccessor": "__code__",
+    "FuncDefaultsGuardAccessor": "__defaults__",
+    "FuncKwDefaultsGuardAccessor": "__kwdefaults__",
+    "ClosureGuardAccessor": "__closure__",
+}
+_FUNCTION_FIELDS = frozenset(_FUNCTION_ACCESSORS.values())
+# Where nn.Module.__getattr__ looks, in its order.
+_MODULE_STORES = ("_parameters", "_buffers", "_modules")
 _OBJECT_CLASS = vars(object)["__class__"]
 # The attribute lookups that are PyObject_GenericGetAttr (dict's is exposed apart from object's).
 _GENERIC_GETATTRIBUTE = (object.__getattribute__, dict.__getattribute__)
@@ -120,12 +129,11 @@ class _Refused(Exception):
 class Seal:
     """The records of the sealed subtrees and the residual tree's check."""
 
-    __slots__ = ("records", "residual", "sealed")
+    __slots__ = ("records", "residual")
 
-    def __init__(self, records: Any, residual: Callable[[dict], bool], sealed: int) -> None:
+    def __init__(self, records: Any, residual: Callable[[dict], bool]) -> None:
         self.records = records
         self.residual = residual
-        self.sealed = sealed  # managers cut off from the tree
 
     def check(self, frame_locals: dict[str, Any]) -> bool | None:
         """The whole tree's verdict, or None when a record changed (the whole tree must run)."""
@@ -172,7 +180,7 @@ def take(root: Any, func: types.FunctionType, self_arg: tuple) -> Seal | None:
     # do not: a function's defaults manager has the function's source).
     sealed = {id(manager) for manager in walk.sealed}
     residual = root.clone_manager(lambda manager: id(manager) not in sealed)
-    return Seal(walk.records.guards, residual.check, len(sealed))
+    return Seal(walk.records.guards, residual.check)
 
 
 def _immutable(value: Any) -> bool:
@@ -335,7 +343,7 @@ class _Walk:
         if has_hook:
             if hook is not torch.nn.Module.__getattr__ or instance is None:
                 raise _Refused
-            for store in ("_parameters", "_buffers", "_modules"):
+            for store in _MODULE_STORES:
                 found = instance.get(store)
                 if found is not None:
                     if type(found) is not dict:
@@ -385,15 +393,9 @@ class _Walk:
             if len(referents) != 1 or type(referents[0]) is not dict:
                 raise _Refused
             return referents[0]
-        fields = {
-            "CodeGuardAccessor": "__code__",
-            "FuncDefaultsGuardAccessor": "__defaults__",
-            "FuncKwDefaultsGuardAccessor": "__kwdefaults__",
-            "ClosureGuardAccessor": "__closure__",
-        }
-        if kind in fields and isinstance(value, types.FunctionType):
+        if kind in _FUNCTION_ACCESSORS and isinstance(value, types.FunctionType):
             records.add_function(value)
-            return getattr(value, fields[kind])
+            return getattr(value, _FUNCTION_ACCESSORS[kind])
         raise _Refused
 
     def attribute(self, value: Any, name: str) -> Any:
@@ -454,7 +456,7 @@ class _Walk:
                 raise _Refused  # a method or other descriptor: a new object per lookup
             return attr
         if instance is not None and _lookup(cls, "__getattr__")[1] is torch.nn.Module.__getattr__:
-            for store in ("_parameters", "_buffers", "_modules"):
+            for store in _MODULE_STORES:
                 found_in = instance.get(store)
                 if found_in is not None and name in found_in:
                     return found_in[name]
@@ -488,8 +490,7 @@ class SealedCheck:
                 self.served += 1
                 return PASSED_ON_SEAL if verdict else FAILED
             self.seal = None
-            self.broken += self.served < PAID_OFF
-            self.sealing = self.broken < MAX_BROKEN
+            self._broke(counted=self.served < PAID_OFF)
         if not self.root.check(frame_locals):
             return FAILED
         if self.sealing:
@@ -501,6 +502,9 @@ class SealedCheck:
             if seal is not None and self.root.check(frame_locals):
                 self.seal, self.served = seal, 0
             elif seal is not None:
-                self.broken += 1
-                self.sealing = self.broken < MAX_BROKEN
+                self._broke(counted=True)
         return PASSED_ON_WHOLE_TREE
+
+    def _broke(self, counted: bool) -> None:
+        self.broken += counted
+        self.sealing = self.broken < MAX_BROKEN
