@@ -19,8 +19,11 @@ pytestmark = pytest.mark.skipif(
 
 def run_two_ranks(worker: str, tmp_path: Path, kind: str) -> None:
     """Runs ``worker`` (a file beside this one) on two ranks under torchrun, capturing into
-    ``kind`` graphs; each writes its report to ``tmp_path / f"rank{r}.json"``."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ``kind`` graphs; each writes its report to ``tmp_path / f"rank{r}.json"``. On failure the
+    message carries each rank's own log, with the Python stacks of every thread when a rank was
+    killed by a signal (faulthandler)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
+    logs = tmp_path / "logs"
     done = subprocess.run(
         [
             sys.executable,
@@ -29,6 +32,10 @@ def run_two_ranks(worker: str, tmp_path: Path, kind: str) -> None:
             "--standalone",
             "--nproc-per-node",
             "2",
+            "--log-dir",
+            str(logs),
+            "--tee",
+            "3",
             str(Path(__file__).with_name(worker)),
             str(tmp_path),
             kind,
@@ -38,7 +45,14 @@ def run_two_ranks(worker: str, tmp_path: Path, kind: str) -> None:
         text=True,
         timeout=240,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    if done.returncode != 0:
+        ranks = "".join(
+            f"\n--- {log.relative_to(logs)} ---\n{log.read_text()[-4000:]}"
+            for log in sorted(logs.rglob("*.log"))
+        )
+        pytest.fail(
+            f"torchrun exited {done.returncode}{ranks}\n--- torchrun ---\n{done.stderr[-2000:]}"
+        )
 
 
 # Both graph kinds a CPU has. On the CPU graph a functional collective's result is read only
