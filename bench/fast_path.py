@@ -151,7 +151,7 @@ def measure(key: str, repeats: int, calls: int) -> dict[str, Any]:
             inductor(*args, **kwargs)
         # After every compile: a new cache entry for forward re-arms every fast path on it.
         for whole in wholes:
-            for check, _ in fast_path_of(whole)._current()[2]:
+            for check, _ in fast_path_of(whole)._current().fast:
                 check.seal, check.sealing = None, False
         before = graphdispatch.stats()
         times = interleaved(columns, repeats, calls)

@@ -224,6 +224,51 @@ def test_hooks_added_and_removed():
     assert fast_calls() == 1
 
 
+def test_the_wrapper_s_own_call_goes_to_the_fast_path_and_keeps_its_hooks():
+    """torch.compile's wrapper takes graphdispatch's subclass of OptimizedModule: its call goes
+    to the fast path directly; hooks on the wrapper still run around it, a global hook sends
+    the call through OptimizedModule's own call and Dynamo (it must run on the inner module)."""
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    model, compiled, x = warm()
+    assert isinstance(compiled, OptimizedModule) and type(compiled) is not OptimizedModule
+    replays = graphdispatch.stats()["replays"]
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+        handle = compiled.register_forward_hook(lambda m, a, out: {"sample": out["sample"] * 3})
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(compiled(x)["sample"], model(x)["sample"] * 3, rtol=0, atol=0)
+        handle.remove()
+        assert fast_calls() == 2 and through_dynamo() == {}
+        seen = []
+        handle = torch.nn.modules.module.register_module_forward_hook(
+            lambda m, a, out: seen.append(type(m).__name__)
+        )
+        with pytest.warns(UserWarning, match="global hooks"):
+            check(compiled, model, torch.randn(4, 8))
+        handle.remove()
+        # The wrapper's call once; the inner module's twice: Dynamo's call and eager's.
+        assert seen.count(type(compiled).__name__) == 1 and seen.count("Model") == 2, seen
+        assert through_dynamo() == {"hooks": 1}
+        check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 3
+    assert graphdispatch.stats()["replays"] == replays + 4
+
+
+def test_a_pickled_wrapper_is_torch_s_own_and_matches_eager():
+    import pickle
+
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    model, compiled, x = warm()
+    loaded = pickle.loads(pickle.dumps(compiled))
+    assert type(loaded) is OptimizedModule
+    with torch.no_grad():
+        check(loaded, loaded._orig_mod, torch.randn(4, 8))
+        check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 1  # the original keeps its fast path
+
+
 def test_dynamo_reset_goes_back_through_dynamo():
     model, compiled, x = warm()
     with torch.no_grad():

@@ -59,7 +59,7 @@ def make_classes():
 
 def seal_of(compiled):
     fast = fast_path_of(compiled)
-    return fast._current()[2][0][0]
+    return fast._current().fast[0][0]
 
 
 def whole_checks() -> int:
