@@ -13,7 +13,9 @@ object: each entry's guard manager (the check Dynamo would run) and its transfor
 ``OptimizedModule``'s ``forward``, or ``_compiled_call_impl`` after ``module.compile()``, the
 form regional compilation uses). The frame Dynamo compiled is ``forward``'s, or, for a torch.nn
 module compiled whole (its ``forward`` in Dynamo's skipped files), the wrapper of its
-``__call__`` that ``OptimizedModule`` compiles instead; per call it:
+``__call__`` that ``OptimizedModule`` compiles instead. ``torch.compile``'s wrapper also takes
+a subclass of ``OptimizedModule`` whose call goes to the fast path without the context manager
+and nn.Module call path in front of ``forward`` (``served_module_class``). Per call it:
 
 1. sends the call through Dynamo when anything outside the guards' view could differ: the
    module has hooks (its ``_call_impl`` would run them), ``forward`` (its code, its defaults)
