@@ -225,13 +225,13 @@ def test_hooks_added_and_removed():
 
 
 def test_the_wrapper_s_own_call_goes_to_the_fast_path_and_keeps_its_hooks():
-    """torch.compile's wrapper takes graphdispatch's subclass of OptimizedModule: its call goes
-    to the fast path directly; hooks on the wrapper still run around it, a global hook sends
-    the call through OptimizedModule's own call and Dynamo (it must run on the inner module)."""
+    """torch.compile's wrapper goes to the fast path from its own call; hooks on the wrapper
+    still run around it, a global hook sends the call through OptimizedModule's own call and
+    Dynamo (it must run on the inner module)."""
     from torch._dynamo.eval_frame import OptimizedModule
 
     model, compiled, x = warm()
-    assert isinstance(compiled, OptimizedModule) and type(compiled) is not OptimizedModule
+    assert type(compiled) is OptimizedModule  # Dynamo inlines exactly this type (below)
     replays = graphdispatch.stats()["replays"]
     with torch.no_grad():
         check(compiled, model, torch.randn(4, 8))
@@ -248,25 +248,45 @@ def test_the_wrapper_s_own_call_goes_to_the_fast_path_and_keeps_its_hooks():
             check(compiled, model, torch.randn(4, 8))
         handle.remove()
         # The wrapper's call once; the inner module's twice: Dynamo's call and eager's.
-        assert seen.count(type(compiled).__name__) == 1 and seen.count("Model") == 2, seen
+        assert seen.count("OptimizedModule") == 1 and seen.count("Model") == 2, seen
         assert through_dynamo() == {"hooks": 1}
         check(compiled, model, torch.randn(4, 8))
     assert fast_calls() == 3
     assert graphdispatch.stats()["replays"] == replays + 4
 
 
-def test_a_pickled_wrapper_is_torch_s_own_and_matches_eager():
-    import pickle
+def test_a_warm_wrapper_called_inside_a_fullgraph_compile_is_inlined():
+    """Dynamo inlines a compiled module met inside another compile only when its type is
+    exactly OptimizedModule: the fast path must leave the wrapper's class alone."""
+    model, compiled, x = warm()
+    with torch.no_grad():
+        check(compiled, model, torch.randn(4, 8))
+        outer = torch.compile(lambda t: compiled(t)["sample"] + 1, backend="eager", fullgraph=True)
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(outer(x), model(x)["sample"] + 1, rtol=0, atol=0)
 
-    from torch._dynamo.eval_frame import OptimizedModule
+
+def test_someone_else_s_compiled_call_impl_on_the_module_goes_back_through_dynamo():
+    """nn.Module's call runs a module's _compiled_call_impl instead of its forward."""
+    model, compiled, x = warm()
+    with torch.no_grad():
+        model._compiled_call_impl = lambda *a, **k: {
+            "sample": model._call_impl(*a, **k)["sample"] * 0
+        }
+        check(compiled, model, torch.randn(4, 8))
+        assert not model(x)["sample"].any()  # the replacement ran, in eager as here
+    assert through_dynamo() == {"forward_replaced": 1}
+
+
+def test_a_pickled_wrapper_matches_eager_and_the_original_keeps_its_fast_path():
+    import pickle
 
     model, compiled, x = warm()
     loaded = pickle.loads(pickle.dumps(compiled))
-    assert type(loaded) is OptimizedModule
     with torch.no_grad():
         check(loaded, loaded._orig_mod, torch.randn(4, 8))
         check(compiled, model, torch.randn(4, 8))
-    assert fast_calls() == 1  # the original keeps its fast path
+    assert fast_calls() == 1
 
 
 def test_dynamo_reset_goes_back_through_dynamo():

@@ -13,9 +13,9 @@ object: each entry's guard manager (the check Dynamo would run) and its transfor
 ``OptimizedModule``'s ``forward``, or ``_compiled_call_impl`` after ``module.compile()``, the
 form regional compilation uses). The frame Dynamo compiled is ``forward``'s, or, for a torch.nn
 module compiled whole (its ``forward`` in Dynamo's skipped files), the wrapper of its
-``__call__`` that ``OptimizedModule`` compiles instead. ``torch.compile``'s wrapper also takes
-a subclass of ``OptimizedModule`` whose call goes to the fast path without the context manager
-and nn.Module call path in front of ``forward`` (``served_module_class``). Per call it:
+``__call__`` that ``OptimizedModule`` compiles instead. ``torch.compile``'s wrapper goes to
+the fast path from its own call, without the context manager and nn.Module call path in front of
+``forward`` (``serve_wrapper_calls``). Per call it:
 
 1. sends the call through Dynamo when anything outside the guards' view could differ: the
    module has hooks (its ``_call_impl`` would run them), ``forward`` (its code, its defaults)
@@ -299,6 +299,7 @@ class FastPath:
         """Whether a call reaches the frame Dynamo compiled through nn.Module's call path, with
         the ``forward`` it compiled."""
         cls, forward = type(self.module), self.forward
+        impl = self.module._compiled_call_impl
         return (
             cls.forward is forward
             and forward.__code__ is self.forward_code
@@ -309,6 +310,9 @@ class FastPath:
             and "forward" not in self.module.__dict__
             and "_call_impl" not in self.module.__dict__
             and (cls.__call__, cls._wrapped_call_impl, cls._call_impl) == _MODULE_CALL
+            # nn.Module's call runs the module's _compiled_call_impl instead of _call_impl:
+            # none, or module.compile()'s, which this path stands for (installed or not yet).
+            and (impl is None or impl is self or impl is self.slow)
         )
 
     def _current(self) -> Armed:
@@ -362,41 +366,37 @@ class FastPath:
 
 
 @functools.cache
-def served_module_class() -> type:
-    """The subclass of ``OptimizedModule`` a module ``torch.compile`` wrapped is given when its
-    fast path is installed (Note [Fast path]): ``OptimizedModule.__call__`` enters a context
-    manager and nn.Module's call path before reaching ``forward`` (36-46 µs a call on the tiny
-    Flux and SD3 after a replay, bench/fast_path.py); this ``__call__`` goes to the fast path
-    directly when nothing that path runs could differ: no hooks on the wrapper or global
-    ones, no jit trace, no ``compile()`` of the wrapper itself. Anything else, and any call the
-    fast path does not take, runs ``OptimizedModule.__call__`` unchanged. ``isinstance`` with
-    ``OptimizedModule`` holds; pickled or deep-copied, the wrapper is torch's own class again."""
+def serve_wrapper_calls() -> None:
+    """Puts the fast path in front of ``OptimizedModule.__call__``, once per process: that call
+    enters a context manager and nn.Module's call path before reaching the wrapper's
+    ``forward`` (36-46 µs a call on the tiny Flux and SD3 after a replay, bench/fast_path.py).
+    A wrapper whose ``forward`` is a ``FastPath`` goes to it directly when nothing that path
+    runs could differ: no hooks on the wrapper nor global ones, no jit trace, no ``compile()``
+    of the wrapper itself. Every other call, and every call the fast path does not take, runs
+    the ``__call__`` it replaced, unchanged. The class itself stays: Dynamo inlines a wrapper
+    met inside another compile only when its type is exactly ``OptimizedModule``."""
     from torch._dynamo.eval_frame import OptimizedModule, skip_code
 
     optimized_call = OptimizedModule.__call__
 
-    class ServedModule(OptimizedModule):
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            fast = self.__dict__.get("forward")
-            if (
-                type(fast) is FastPath
-                and self._compiled_call_impl is None
-                and not torch._C._get_tracing_state()
-                and not _has_hooks(self)
-                and not _module._has_any_global_hook()
-            ):
-                reason, out = fast.attempt(args, kwargs)
-                if reason is None:
-                    return out
-            # Through OptimizedModule's call, whose forward (the FastPath) counts the reason.
-            return optimized_call(self, *args, **kwargs)
+    @functools.wraps(optimized_call)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fast = self.__dict__.get("forward")
+        if (
+            type(fast) is FastPath
+            and self._compiled_call_impl is None
+            and not torch._C._get_tracing_state()
+            and not _has_hooks(self)
+            and not _module._has_any_global_hook()
+        ):
+            reason, out = fast.attempt(args, kwargs)
+            if reason is None:
+                return out
+        # The FastPath, as the wrapper's forward, counts why the call goes through Dynamo.
+        return optimized_call(self, *args, **kwargs)
 
-        def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-            # Pickled and copied as torch.compile made it: this class is per process.
-            return (OptimizedModule, (self._orig_mod, self.dynamo_ctx))
-
-    skip_code(ServedModule.__call__.__code__)  # as FastPath's frames
-    return ServedModule
+    skip_code(call.__code__)  # as FastPath's frames
+    OptimizedModule.__call__ = call
 
 
 def _compiled_owners(frame: types.FrameType | None) -> list[tuple[torch.nn.Module, str]]:
@@ -459,15 +459,8 @@ def install_for_caller() -> None:
         fast = FastPath(module, slow, own)
         if fast._reaches_forward():
             setattr(owner, attr, fast)
-            # Only torch.compile's own wrapper class: a subclass of it is someone's code.
-            if attr == "forward" and type(owner) is _optimized_module():
-                owner.__class__ = served_module_class()
-
-
-def _optimized_module() -> type:
-    from torch._dynamo.eval_frame import OptimizedModule
-
-    return OptimizedModule
+            if attr == "forward":
+                serve_wrapper_calls()
 
 
 def _backend_of(owner: torch.nn.Module, slow: Callable) -> Any:
