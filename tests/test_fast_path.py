@@ -244,9 +244,11 @@ def test_the_wrapper_s_own_call_goes_to_the_fast_path_and_keeps_its_hooks():
         handle = torch.nn.modules.module.register_module_forward_hook(
             lambda m, a, out: seen.append(type(m).__name__)
         )
-        with pytest.warns(UserWarning, match="global hooks"):
+        with pytest.warns(UserWarning, match="global hooks") as warned:
             check(compiled, model, torch.randn(4, 8))
         handle.remove()
+        # torch's warning names the caller's line: no frame of ours stands in between.
+        assert [w.filename for w in warned] == [__file__], [w.filename for w in warned]
         # The wrapper's call once; the inner module's twice: Dynamo's call and eager's.
         assert seen.count("OptimizedModule") == 1 and seen.count("Model") == 2, seen
         assert through_dynamo() == {"hooks": 1}
@@ -276,6 +278,55 @@ def test_someone_else_s_compiled_call_impl_on_the_module_goes_back_through_dynam
         check(compiled, model, torch.randn(4, 8))
         assert not model(x)["sample"].any()  # the replacement ran, in eager as here
     assert through_dynamo() == {"forward_replaced": 1}
+
+
+def test_a_call_path_set_on_the_wrapper_runs():
+    """nn.Module's call reads _call_impl from the wrapper (instance, then class): one set there
+    stands between the call and the fast path, as in eager."""
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    model, compiled, x = warm()
+
+    def doubled(*args, **kwargs):
+        return {"sample": OptimizedModule._call_impl(compiled, *args, **kwargs)["sample"] * 2}
+
+    with torch.no_grad():
+        compiled._call_impl = doubled
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(compiled(x)["sample"], model(x)["sample"] * 2, rtol=0, atol=0)
+        del compiled._call_impl
+        check(compiled, model, torch.randn(4, 8))
+    assert fast_calls() == 2  # both reach the wrapper's forward, the fast path
+
+
+def test_someone_else_s_wrapper_call_installed_first_keeps_running():
+    """A library that wrapped OptimizedModule.__call__ before graphdispatch's first fast path
+    in the process keeps seeing every call (a fresh process: the wrapper is put once)."""
+    script = """
+import torch
+from torch._dynamo.eval_frame import OptimizedModule
+import graphdispatch
+
+seen = []
+original = OptimizedModule.__call__
+def counting(self, *args, **kwargs):
+    seen.append(1)
+    return original(self, *args, **kwargs)
+OptimizedModule.__call__ = counting
+model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+compiled = torch.compile(model, backend="graphdispatch", options={"graph_only": True})
+with torch.no_grad():
+    for _ in range(4):
+        x = torch.randn(4, 8)
+        assert torch.equal(compiled(x), model(x))
+fast = graphdispatch.stats()["fast_path"]["calls"]
+assert len(seen) == 4 and fast == 3, (len(seen), fast)
+"""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_a_pickled_wrapper_matches_eager_and_the_original_keeps_its_fast_path():

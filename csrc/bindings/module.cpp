@@ -1,6 +1,7 @@
 // graphdispatch._C: the thin pybind11 layer over the runtime. Only registration lives here.
 
 #include "bindings/cpp_wrapper_graph.h"
+#include "bindings/frameless_method.h"
 #include "bindings/py_device_graph.h"
 #include "bindings/py_values.h"
 #include "bindings/sealed_guards.h"
@@ -42,4 +43,5 @@ PYBIND11_MODULE(_C, m) {
   b::init_runner(m, testing);
   b::init_stats(m, testing);
   b::init_sealed_guards(m);
+  b::init_frameless_method(m);
 }

@@ -365,26 +365,40 @@ class FastPath:
         return GUARDS, None
 
 
+_DECLINED = object()  # the wrapper's fast call did not run: OptimizedModule.__call__ does
+
+
 @functools.cache
 def serve_wrapper_calls() -> None:
     """Puts the fast path in front of ``OptimizedModule.__call__``, once per process: that call
     enters a context manager and nn.Module's call path before reaching the wrapper's
     ``forward`` (36-46 µs a call on the tiny Flux and SD3 after a replay, bench/fast_path.py).
     A wrapper whose ``forward`` is a ``FastPath`` goes to it directly when nothing that path
-    runs could differ: no hooks on the wrapper nor global ones, no jit trace, no ``compile()``
-    of the wrapper itself. Every other call, and every call the fast path does not take, runs
-    the ``__call__`` it replaced, unchanged. The class itself stays: Dynamo inlines a wrapper
-    met inside another compile only when its type is exactly ``OptimizedModule``."""
+    runs could differ: nn.Module's call path on the wrapper (its class's and instance's
+    ``_call_impl``), no hooks on it nor global ones, no jit trace, no ``compile()`` of the
+    wrapper itself. Every other call, and every call the fast path does not take, runs torch's
+    ``__call__``, with no frame of ours between it and the caller (``_C.frameless_method``):
+    its warnings name the caller's line, as before. Left alone when someone else replaced
+    torch's ``__call__`` already (theirs must keep running). The class itself stays: Dynamo
+    inlines a wrapper met inside another compile only when its type is exactly
+    ``OptimizedModule``."""
     from torch._dynamo.eval_frame import OptimizedModule, skip_code
 
-    optimized_call = OptimizedModule.__call__
+    from . import _C
 
-    @functools.wraps(optimized_call)
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    optimized_call = OptimizedModule.__call__
+    if getattr(optimized_call, "__module__", None) != OptimizedModule.__module__:
+        return
+    module_call = torch.nn.Module.__call__
+
+    def attempt(self: Any, *args: Any, **kwargs: Any) -> Any:
         fast = self.__dict__.get("forward")
         if (
             type(fast) is FastPath
             and self._compiled_call_impl is None
+            and torch.nn.Module.__call__ is module_call
+            and type(self)._call_impl is _MODULE_CALL[2]
+            and "_call_impl" not in self.__dict__
             and not torch._C._get_tracing_state()
             and not _has_hooks(self)
             and not _module._has_any_global_hook()
@@ -392,11 +406,10 @@ def serve_wrapper_calls() -> None:
             reason, out = fast.attempt(args, kwargs)
             if reason is None:
                 return out
-        # The FastPath, as the wrapper's forward, counts why the call goes through Dynamo.
-        return optimized_call(self, *args, **kwargs)
+        return _DECLINED
 
-    skip_code(call.__code__)  # as FastPath's frames
-    OptimizedModule.__call__ = call
+    skip_code(attempt.__code__)  # as FastPath's frames
+    OptimizedModule.__call__ = _C.frameless_method(attempt, optimized_call, _DECLINED)
 
 
 def _compiled_owners(frame: types.FrameType | None) -> list[tuple[torch.nn.Module, str]]:
