@@ -389,14 +389,14 @@ def serve_wrapper_calls() -> None:
     optimized_call = OptimizedModule.__call__
     if getattr(optimized_call, "__module__", None) != OptimizedModule.__module__:
         return
-    module_call = torch.nn.Module.__call__
 
     def attempt(self: Any, *args: Any, **kwargs: Any) -> Any:
         fast = self.__dict__.get("forward")
         if (
             type(fast) is FastPath
             and self._compiled_call_impl is None
-            and torch.nn.Module.__call__ is module_call
+            # torch's __call__ calls nn.Module's, which calls self._call_impl.
+            and torch.nn.Module.__call__ is _MODULE_CALL[0]
             and type(self)._call_impl is _MODULE_CALL[2]
             and "_call_impl" not in self.__dict__
             and not torch._C._get_tracing_state()
