@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import re
@@ -130,6 +131,31 @@ ORT_KINDS = {
         "ReduceMean",
     },
     "conv": {"Conv", "FusedConv", "ConvTranspose"},
+    "elementwise": {
+        "Add",
+        "Mul",
+        "Div",
+        "Sub",
+        "Neg",
+        "Sigmoid",
+        "Tanh",
+        "Gelu",
+        "FastGelu",
+        "BiasGelu",
+        "QuickGelu",
+        "BiasAdd",
+        "Erf",
+        "Pow",
+        "Sqrt",
+        "Exp",
+        "Cos",
+        "Sin",
+        "Where",
+        "Relu",
+        "Softplus",
+        "Reciprocal",
+        "Mish",
+    },
     "copies & layout": {
         "Transpose",
         "Reshape",
@@ -280,32 +306,6 @@ def torch_category(name: str) -> str | None:
 def ort_category(op_type: str, second_input_dims: int) -> str:
     if op_type in ("MatMul", "FusedMatMul") and second_input_dims != 2:
         return "attention"
-    if op_type in {
-        "Add",
-        "Mul",
-        "Div",
-        "Sub",
-        "Neg",
-        "Sigmoid",
-        "Tanh",
-        "Gelu",
-        "FastGelu",
-        "BiasGelu",
-        "QuickGelu",
-        "BiasAdd",
-        "Erf",
-        "Pow",
-        "Sqrt",
-        "Exp",
-        "Cos",
-        "Sin",
-        "Where",
-        "Relu",
-        "Softplus",
-        "Reciprocal",
-        "Mish",
-    }:
-        return "elementwise"
     return next((c for c, ops in ORT_KINDS.items() if op_type in ops), "other")
 
 
@@ -345,13 +345,6 @@ class Kernels:
     def top(self, category: str, n: int = 3) -> str:
         ranked = sorted(self.by_name[category].items(), key=lambda kv: -kv[1][0])[:n]
         return ", ".join(f"{k} {us:.0f} ({c:.0f})" for k, (us, c) in ranked)
-
-
-def prod(dims: list[int]) -> int:
-    out = 1
-    for d in dims:
-        out *= d
-    return out
 
 
 def ort_profile(model_path: str, feed: dict[str, Any], calls: int) -> list[dict[str, Any]]:
@@ -422,7 +415,7 @@ def ort_kernels(model_path: str, feed: dict[str, Any], calls: int, floor: float)
         mkn = None
         if category == "GEMM":
             if shapes and result:
-                mkn = (prod(result[0][:-1]), shapes[0][-1], result[0][-1])
+                mkn = (math.prod(result[0][:-1]), shapes[0][-1], result[0][-1])
         out.add(category, op, statistics.median(r["dur"] for r in runs), mkn)
     return out
 

@@ -49,7 +49,6 @@ call is the binding, the residual guard check and the bytecode's input gathering
 
 from __future__ import annotations
 
-import functools
 import inspect
 import sys
 import threading
@@ -60,6 +59,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn.modules.module as _module
 
+from ._once import RunOnce
 from ._sealed_guards import PASSED_ON_WHOLE_TREE, SealedCheck
 
 # Why a call went through Dynamo instead of the fast path (stats()["fast_path"]).
@@ -368,8 +368,7 @@ class FastPath:
 _DECLINED = object()  # the wrapper's fast call did not run: OptimizedModule.__call__ does
 
 
-@functools.cache
-def serve_wrapper_calls() -> None:
+def _serve_wrapper_calls() -> None:
     """Puts the fast path in front of ``OptimizedModule.__call__``, once per process: that call
     enters a context manager and nn.Module's call path before reaching the wrapper's
     ``forward`` (36-46 µs a call on the tiny Flux and SD3 after a replay, bench/fast_path.py).
@@ -410,6 +409,9 @@ def serve_wrapper_calls() -> None:
 
     skip_code(attempt.__code__)  # as FastPath's frames
     OptimizedModule.__call__ = _C.frameless_method(attempt, optimized_call, _DECLINED)
+
+
+serve_wrapper_calls = RunOnce("serve OptimizedModule calls", _serve_wrapper_calls)
 
 
 def _compiled_owners(frame: types.FrameType | None) -> list[tuple[torch.nn.Module, str]]:
